@@ -1,0 +1,76 @@
+# mrcnet: one-command set-up, tests, topology, benchmarks.
+# Every target that needs the environment depends on `install`, which is idempotent.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc
+GRPC_TOOLS := grpcio-tools==1.62.3
+TOPO ?= clos-2p
+SWITCH ?= embedded
+MODE ?= stev
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: install apt-packages test test-unit test-emulation lint topology bench clean protos p4info help
+
+help:
+	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
+	@echo "make test      unit + emulation tests (emulation tests need root)"
+	@echo "make lint      ruff + mypy"
+	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
+	@echo "make bench     run the benchmarks, results under results/"
+	@echo "make clean     remove what the project created (venv, caches, results)"
+
+install: $(STAMP)
+
+apt-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then echo "missing Debian packages:$$missing (run 'make install' as root)"; exit 1; fi; \
+	  echo "installing Debian packages:$$missing"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+$(STAMP): pyproject.toml Makefile
+	@$(MAKE) --no-print-directory apt-packages
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --no-deps $(GRPC_TOOLS)
+	@$(PY) -c "import p4.v1.p4runtime_pb2, p4runtime_sh, grpc, pyscipopt, highspy, scapy, mininet" \
+	  || { echo "the virtual environment does not import together; see docs/install.md"; exit 1; }
+	@touch $(STAMP)
+	@echo "installed: $(VENV) (Python deps) and Debian packages"
+
+test: install
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+
+test-unit: install
+	$(PY) -m pytest -m "not emulation" $(PYTEST_ARGS)
+
+test-emulation: install
+	$(PY) -m pytest -m emulation $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+protos: install
+	$(PY) -m common.proto.build
+
+p4info: install
+	$(PY) -m common.p4schema.generate
+
+topology: install
+	$(VENV)/bin/mrcnet up $(TOPO) --switch $(SWITCH) --mode $(MODE) $(ARGS)
+
+bench: install
+	$(VENV)/bin/mrcnet bench all --json
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis results/runs
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

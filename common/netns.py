@@ -1,0 +1,207 @@
+"""OS primitives for emulation: network namespaces, veth pairs and processes inside them.
+
+Everything created is recorded in a `NetKit` and removed by `NetKit.close()` (idempotent, also
+called on a failed start and by the context manager), so a test or a run never leaves
+namespaces, interfaces or processes behind and never touches anything it did not create.
+Names must carry the caller's run prefix; interface names are checked against IFNAMSIZ.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+IFNAMSIZ = 15  # usable characters of a Linux interface name
+
+
+class NetError(RuntimeError):
+    """An OS-level network operation failed; the message holds the command and its stderr."""
+
+
+def run(cmd: Sequence[str], netns: str | None = None, check: bool = True) -> str:
+    """Run a command (inside `netns` if given) and return stdout; raise NetError on failure."""
+    full = ["ip", "netns", "exec", netns, *cmd] if netns else list(cmd)
+    proc = subprocess.run(full, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise NetError(f"{' '.join(full)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def _check_ifname(name: str) -> None:
+    if not name or len(name) > IFNAMSIZ or "/" in name or " " in name:
+        raise NetError(f"invalid interface name {name!r} (1..{IFNAMSIZ} chars, no '/' or spaces)")
+
+
+@dataclass
+class Process:
+    """A process started by a NetKit; stopped by pid, never by name."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path | None
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.popen.poll() is not None:
+            return
+        # The process leads its own group (start_new_session), so children go too.
+        try:
+            os.killpg(self.popen.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.popen.wait(timeout)
+
+
+@dataclass
+class NetKit:
+    """Creates namespaces, veths and processes, and removes exactly those on close()."""
+
+    prefix: str
+    namespaces: list[str] = field(default_factory=list)
+    root_links: list[str] = field(default_factory=list)
+    processes: list[Process] = field(default_factory=list)
+
+    def __enter__(self) -> NetKit:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def name(self, suffix: str) -> str:
+        return f"{self.prefix}{suffix}"
+
+    def add_namespace(self, suffix: str, disable_ipv6: bool = True) -> str:
+        """Create namespace PREFIX+suffix with loopback up. IPv6 off by default: MRC endpoints
+        speak IPv6 through raw sockets, and a kernel stack would answer UDP 4791 with ICMP."""
+        ns = self.name(suffix)
+        run(["ip", "netns", "add", ns])
+        self.namespaces.append(ns)
+        run(["ip", "link", "set", "lo", "up"], netns=ns)
+        if disable_ipv6:
+            run(["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"], netns=ns)
+            run(["sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"], netns=ns)
+        return ns
+
+    def add_veth(
+        self,
+        name_a: str,
+        name_b: str,
+        ns_a: str | None,
+        ns_b: str | None,
+        mtu: int = 9000,
+        mac_a: str | None = None,
+        mac_b: str | None = None,
+    ) -> None:
+        """Create a veth pair with end a in ns_a and end b in ns_b (None = root namespace).
+        Both ends are brought up with tx checksum offload off (see docs: veth pitfalls)."""
+        _check_ifname(name_a)
+        _check_ifname(name_b)
+        run(["ip", "link", "add", name_a, "type", "veth", "peer", "name", name_b])
+        if ns_a is None or ns_b is None:
+            self.root_links.append(name_a if ns_a is None else name_b)
+        for end, ns, mac in ((name_a, ns_a, mac_a), (name_b, ns_b, mac_b)):
+            if ns is not None:
+                run(["ip", "link", "set", end, "netns", ns])
+            if mac:
+                run(["ip", "link", "set", end, "address", mac], netns=ns)
+            run(["ip", "link", "set", end, "mtu", str(mtu)], netns=ns)
+            if ns is not None:
+                run(["sysctl", "-qw", f"net.ipv6.conf.{end}.disable_ipv6=1"], netns=ns, check=False)
+            run(["ethtool", "-K", end, "tx", "off", "rx", "off"], netns=ns, check=False)
+            run(["ip", "link", "set", end, "up"], netns=ns)
+
+    def set_link(self, name: str, up: bool, netns: str | None = None) -> None:
+        run(["ip", "link", "set", name, "up" if up else "down"], netns=netns)
+
+    def spawn(
+        self,
+        label: str,
+        cmd: Sequence[str],
+        netns: str | None = None,
+        log_path: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> Process:
+        """Start a process (inside netns if given) in its own session; output goes to log_path."""
+        full = ["ip", "netns", "exec", netns, *cmd] if netns else list(cmd)
+        out = open(log_path, "wb") if log_path else subprocess.DEVNULL  # noqa: SIM115
+        try:
+            popen = subprocess.Popen(
+                full,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(env or {})},
+            )
+        finally:
+            if log_path:
+                out.close()  # type: ignore[union-attr]
+        proc = Process(label, popen, log_path)
+        self.processes.append(proc)
+        return proc
+
+    def close(self) -> None:
+        """Stop processes (newest first), delete root-side links and namespaces. Idempotent."""
+        while self.processes:
+            self.processes.pop().stop()
+        while self.root_links:
+            link = self.root_links.pop()
+            run(["ip", "link", "del", link], check=False)
+        while self.namespaces:
+            ns = self.namespaces.pop()
+            run(["ip", "netns", "del", ns], check=False)
+
+
+def wait_until(
+    predicate: Callable[[], bool], timeout: float, what: str, interval: float = 0.02
+) -> None:
+    """Poll `predicate()` until true; raise TimeoutError naming `what` (e.g. a log path)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:.1f} s waiting for {what}")
+
+
+def tcp_listening(host: str, port: int) -> bool:
+    """True if something accepts TCP connections on host:port (readiness probe)."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def free_tcp_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,0 +1,70 @@
+"""The `mrcnet` command: one entry point, subcommands implemented where their code lives.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``. Modules are
+imported only when their subcommand runs, so `mrcnet harvest` does not pay for gRPC or scapy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+# subcommand -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("mrcnet.cmd_up", "bring up a topology, run workloads, inject failures"),
+    "run": ("mrcnet.cmd_run", "run a workload on a running or fresh network"),
+    "ctl": ("controller.cli", "controller client (mrc_ctl operations)"),
+    "harvest": ("controller.harvest.cli", "synthesise optical reconfiguration schedules"),
+    "pcap": ("hosts.wire.pcapgen", "write sample packets of every MRC type to a pcap"),
+    "bench": ("mrcnet.bench", "benchmarks (codec, switch, transport, harvest, ...)"),
+}
+
+
+def _load(module_name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            return None
+        raise
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mrcnet", description="MRC + photonic-scheduling emulation testbed"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        sp.set_defaults(_module=module_name)
+        if only is None or only == name:
+            module = _load(module_name)
+            if module is not None:
+                module.add_arguments(sp)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    wanted = next((a for a in args_list if not a.startswith("-")), None)
+    parser = build_parser(only=wanted if wanted in SUBCOMMANDS else "")
+    args = parser.parse_args(args_list)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    module = _load(args._module)
+    if module is None:
+        print(f"mrcnet {args.command}: not available in this build", file=sys.stderr)
+        return 2
+    try:
+        return int(module.run(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
