@@ -1,0 +1,129 @@
+"""MRC wire codec: headers, packets, frames, ICRC and entropy-value placement.
+
+Data model (all dataclasses with slots, fields in wire order, every field defaulted):
+
+- Headers: Bth, Meth, Tseth, Reth, ImmDt, Aeth, Seth, CcState, Neth, Peth, Erth, Eeth.
+- MrcPacket(bth, meth=None, tseth=None, reth=None, immdt=None, aeth=None, seth=None,
+  cc_state=None, neth=None, peth=None, erth=None, eeth=None, payload=b"", trimmed=False):
+  BTH, the extension headers required by the opcode (layout.OPCODE_HEADERS) and the payload.
+- Frame(eth_dst, eth_src, ip_src, ip_dst, dscp, ecn, flow_label, hop_limit, udp_sport,
+  udp_dport=4791, srv6=None): the network layer; Srv6Outer(src, dst, segments, ...) is the
+  optional SRv6 outer IPv6 header (+ SRH when segments are given).
+- Enums: Opcode, NackReason, SackVerdict, EndpointOp, EvMode, Ecn.
+
+Functions:
+
+- encode_packet(pkt, buf, offset=0) -> end offset; decode_packet(data, offset=0, end=None).
+- encode_frame(frame, pkt, buf, offset=0) -> length (Ethernet..ICRC into a preallocated
+  buffer); build_frame(frame, pkt) -> bytes; frame_len(frame, pkt).
+- decode_frame(data, verify_icrc=True) -> (Frame, MrcPacket); the payload is a memoryview
+  into ``data`` (no copy).
+- compute_icrc(...) in hosts.wire.icrc (RoCEv2 ICRC, equal to scapy.contrib.roce).
+- EV helpers (hosts.wire.ev): ev_to_fields / fields_to_ev per EvMode, ev_subfield,
+  UsidTemplate / UsidSlot / usid_container / usid_shift for SRv6.
+
+Errors: decoding arbitrary bytes returns a packet or raises WireError (``.reason``,
+``.offset``); nothing else. Bit layouts are defined once, in hosts.wire.layout.
+Scapy layers (tests/tools only) live in hosts.wire.scapy_layers. See docs/wire-format.md.
+"""
+
+from hosts.wire.codec import (
+    build_frame,
+    decode_frame,
+    decode_packet,
+    encode_frame,
+    encode_packet,
+    frame_len,
+    packet_len,
+)
+from hosts.wire.enums import (
+    ENDPOINT_QP,
+    ICRC_LEN,
+    IMM_OPCODES,
+    ROCEV2_UDP_PORT,
+    WRITE_OPCODES,
+    Ecn,
+    EndpointOp,
+    EvMode,
+    NackReason,
+    Opcode,
+    SackVerdict,
+)
+from hosts.wire.errors import WireError
+from hosts.wire.ev import (
+    UsidSlot,
+    UsidTemplate,
+    ev_subfield,
+    ev_to_fields,
+    ev_with_subfield,
+    fields_to_ev,
+    usid_active,
+    usid_container,
+    usid_shift,
+)
+from hosts.wire.headers import (
+    Aeth,
+    Bth,
+    CcState,
+    Eeth,
+    Erth,
+    ImmDt,
+    Meth,
+    Neth,
+    Peth,
+    Reth,
+    Seth,
+    Tseth,
+)
+from hosts.wire.packet import Frame, MrcPacket, Payload, Srv6Outer, ip6, ip6_str, mac, mac_str
+
+__all__ = [
+    "ENDPOINT_QP",
+    "ICRC_LEN",
+    "IMM_OPCODES",
+    "ROCEV2_UDP_PORT",
+    "WRITE_OPCODES",
+    "Aeth",
+    "Bth",
+    "CcState",
+    "Ecn",
+    "Eeth",
+    "EndpointOp",
+    "Erth",
+    "EvMode",
+    "Frame",
+    "ImmDt",
+    "Meth",
+    "MrcPacket",
+    "NackReason",
+    "Neth",
+    "Opcode",
+    "Payload",
+    "Peth",
+    "Reth",
+    "SackVerdict",
+    "Seth",
+    "Srv6Outer",
+    "Tseth",
+    "UsidSlot",
+    "UsidTemplate",
+    "WireError",
+    "build_frame",
+    "decode_frame",
+    "decode_packet",
+    "encode_frame",
+    "encode_packet",
+    "ev_subfield",
+    "ev_to_fields",
+    "ev_with_subfield",
+    "fields_to_ev",
+    "frame_len",
+    "ip6",
+    "ip6_str",
+    "mac",
+    "mac_str",
+    "packet_len",
+    "usid_active",
+    "usid_container",
+    "usid_shift",
+]
