@@ -1,13 +1,23 @@
 """`mrcnet bench NAME`: dispatch to the benchmark that lives next to the code it measures.
 
 Each benchmark module exposes ``add_arguments(parser)`` and ``run(args) -> int`` and prints
-its figures (one JSON object with ``--json``). Results are also saved under results/bench/.
+its figures (one JSON object with ``--json``). `mrcnet bench all` runs every available
+benchmark in its own process, one after the other (they must not share the 2 cores), and saves
+the collected figures under results/bench/.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mrcnet.modules import load_optional
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "codec": ("hosts.wire.bench", "encode+decode of 4096-byte Write packets"),
@@ -19,26 +29,67 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
 }
 
 
+def _available(module_name: str) -> bool:
+    return load_optional(module_name) is not None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", metavar="BENCHMARK")
     for name, (module_name, help_text) in BENCHMARKS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.set_defaults(_bench_module=module_name)
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
+        if _available(module_name):
+            importlib.import_module(module_name).add_arguments(sp)
+    sp = sub.add_parser("all", help="run every available benchmark and save the figures")
+    sp.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    sp.add_argument("--results", default="results/bench", help="folder for the saved JSON")
+    sp.set_defaults(_bench_module=None)
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    figures: dict[str, Any] = {}
+    failed: list[str] = []
+    for name, (module_name, _help) in BENCHMARKS.items():
+        if not _available(module_name):
+            print(f"[bench] {name}: not available in this build, skipped", file=sys.stderr)
             continue
-        module.add_arguments(sp)
+        print(f"[bench] {name}: running ...", file=sys.stderr, flush=True)
+        start = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "mrcnet.cli", "bench", name, "--json"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        took = time.monotonic() - start
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            failed.append(name)
+            print(f"[bench] {name}: FAILED ({proc.returncode}) {proc.stderr[-400:]}", file=sys.stderr)
+            continue
+        figures[name] = json.loads(lines[-1])
+        print(f"[bench] {name}: done in {took:.1f} s", file=sys.stderr)
+    out_dir = Path(args.results)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(figures, indent=2) + "\n")
+    if args.json:
+        print(json.dumps({"figures": figures, "failed": failed, "results": str(path)}))
+    else:
+        for name, value in figures.items():
+            print(f"{name:10s} {json.dumps(value)}")
+        print(f"results: {path}")
+    return 1 if failed else 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "bench", None) == "all":
+        return _run_all(args)
     module_name = getattr(args, "_bench_module", None)
     if module_name is None:
-        print("usage: mrcnet bench {" + ",".join(BENCHMARKS) + "} [--json]")
+        print("usage: mrcnet bench {" + ",".join([*BENCHMARKS, "all"]) + "} [--json]")
         return 2
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError:
+    if not _available(module_name):
         print(f"benchmark {args.bench!r} is not available in this build")
         return 2
-    return int(module.run(args) or 0)
+    return int(importlib.import_module(module_name).run(args) or 0)

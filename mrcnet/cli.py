@@ -7,10 +7,10 @@ imported only when their subcommand runs, so `mrcnet harvest` does not pay for g
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+
+from mrcnet.modules import load_optional
 
 # subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -23,15 +23,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _load(module_name: str) -> ModuleType | None:
-    try:
-        return importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            return None
-        raise
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mrcnet", description="MRC + photonic-scheduling emulation testbed"
@@ -41,7 +32,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         sp.set_defaults(_module=module_name)
         if only is None or only == name:
-            module = _load(module_name)
+            module = load_optional(module_name)
             if module is not None:
                 module.add_arguments(sp)
     return parser
@@ -55,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    module = _load(args._module)
+    module = load_optional(args._module)
     if module is None:
         print(f"mrcnet {args.command}: not available in this build", file=sys.stderr)
         return 2
