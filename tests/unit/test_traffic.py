@@ -1,0 +1,216 @@
+"""Traffic manager with a fake clock: rates, priorities, limits, loss, delay, admin state."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from switch.traffic import LinkConfig, Shaper, TrafficManager, parse_link_spec
+
+MBPS = 1e6
+
+
+def frame(tag: int, size: int = 1250) -> bytes:
+    """A distinguishable frame of ``size`` bytes (1250 B = 10 ms at 1 Mb/s)."""
+    return tag.to_bytes(4, "big") + bytes(size - 4)
+
+
+def tag(data: bytes) -> int:
+    return int.from_bytes(data[:4], "big")
+
+
+def drain(sh: Shaper, now: float) -> list[int]:
+    out: list[bytes] = []
+    sh.service(now, out)
+    return [tag(d) for d in out]
+
+
+def test_packets_leave_one_serialisation_time_apart_and_depth_follows_time() -> None:
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))
+    for i in range(10):
+        assert sh.enqueue(frame(i), 0, now=0.0)
+    assert drain(sh, 0.0) == []  # first packet is on the wire, not delivered yet
+    assert sh.depth(0) == (9, 9 * 1250)  # the packet on the wire is no longer queued
+    assert drain(sh, 0.0099) == []
+    assert drain(sh, 0.0101) == [0]
+    assert sh.depth(0) == (8, 8 * 1250)
+    assert drain(sh, 0.0351) == [1, 2]
+    assert sh.depth(0) == (6, 6 * 1250)
+    assert sh.next_deadline() == pytest.approx(0.04)
+
+
+def test_late_polling_keeps_ideal_departure_times() -> None:
+    """Polled only at 1 s, ten packets still left at 10 ms intervals; the wire idled after."""
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))
+    for i in range(10):
+        sh.enqueue(frame(i), 0, now=0.0)
+    assert drain(sh, 1.0) == list(range(10))
+    assert sh.wire_free_at == pytest.approx(0.1)
+    sh.enqueue(frame(99), 0, now=1.0)
+    assert drain(sh, 1.0) == []
+    assert sh.wire_free_at == pytest.approx(1.01)  # starts at its arrival, not at 0.1
+
+
+def test_departures_are_exact_under_random_poll_jitter() -> None:
+    """Delivered count at any poll time equals floor(t / serialisation time)."""
+    rng = random.Random(3)
+    sh = Shaper(1, LinkConfig(rate_bps=8 * MBPS, qpkts=0))  # 1250 B -> 1.25 ms
+    n = 400
+    for i in range(n):
+        sh.enqueue(frame(i), 0, now=0.0)
+    t, got = 0.0, 0
+    while got < n:
+        t += rng.uniform(0.0, 0.004)
+        got += len(drain(sh, t))
+        expected = min(n, math.floor(t / 0.00125 + 1e-9))
+        assert got == expected
+
+
+def test_high_priority_overtakes_queued_low_priority() -> None:
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))
+    for i in range(5):
+        sh.enqueue(frame(i), 1, now=0.0)
+    drain(sh, 0.0)  # packet 0 starts
+    sh.enqueue(frame(100), 7, now=0.005)
+    assert drain(sh, 1.0) == [0, 100, 1, 2, 3, 4]
+
+
+def test_priority_is_decided_among_packets_present_when_the_wire_freed() -> None:
+    """Polled late: a high-priority packet that arrived after a departure does not jump it."""
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))
+    sh.enqueue(frame(0), 0, now=0.0)
+    sh.enqueue(frame(1), 0, now=0.0)
+    sh.enqueue(frame(2), 0, now=0.0)
+    # No service until 0.015: wire freed at 0.01 when only low packets were there.
+    sh.enqueue(frame(100), 5, now=0.015)
+    assert drain(sh, 1.0) == [0, 1, 100, 2]
+
+
+def test_tail_drop_by_packets_and_bytes_calls_drop_hook() -> None:
+    drops: list[tuple[int, int, int]] = []
+    sh = Shaper(
+        4, LinkConfig(rate_bps=1 * MBPS, qpkts=3, qbytes=0), on_drop=lambda *a: drops.append(a)
+    )
+    accepted = [sh.enqueue(frame(i), 2, now=0.0) for i in range(5)]
+    assert accepted == [True, True, True, False, False]
+    assert drops == [(4, 2, 1250), (4, 2, 1250)]
+    assert sh.stats.queues[2].drops == 2 and sh.stats.tail_drops == 2
+    assert sh.stats.queues[2].max_depth_pkts == 3
+
+    sh2 = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=0, qbytes=3000))
+    assert [sh2.enqueue(frame(i, 1000), 0, 0.0) for i in range(4)] == [True, True, True, False]
+    assert sh2.stats.queues[0].max_depth_bytes == 3000
+    # Space frees as the wire drains: one packet left at t=8 ms.
+    drain(sh2, 0.0081)
+    assert sh2.enqueue(frame(9, 1000), 0, 0.0081)
+
+
+def test_priority_without_queue_drops() -> None:
+    drops: list[tuple[int, int, int]] = []
+    sh = Shaper(1, LinkConfig(), nqueues=4, on_drop=lambda *a: drops.append(a))
+    assert not sh.enqueue(frame(0), 5, 0.0)
+    assert drops == [(1, 5, 1250)]
+
+
+def test_random_loss_matches_the_seeded_generator() -> None:
+    n, p = 2000, 0.1
+    sh = Shaper(1, LinkConfig(loss=p, qpkts=0), rng=random.Random(11))
+    for i in range(n):
+        sh.enqueue(frame(i, 64), 0, 0.0)
+    got = drain(sh, 0.0)
+    ref = random.Random(11)
+    expected = [i for i in range(n) if not ref.random() < p]
+    assert got == expected
+    assert sh.stats.loss_drops == n - len(expected)
+
+
+def test_propagation_delay_and_wire_order_after_delay_change() -> None:
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, delay_s=0.05, qpkts=10))
+    sh.enqueue(frame(0), 0, 0.0)
+    sh.enqueue(frame(1), 0, 0.0)
+    assert drain(sh, 0.0599) == []
+    assert drain(sh, 0.0601) == [0]  # 10 ms on the wire + 50 ms propagation
+    # Packet 1 left the wire at 20 ms and arrives at 70 ms. Drop the delay to 0 and send
+    # packet 2 (on the wire 61-71 ms): it would arrive at 71 ms anyway; make it small so it
+    # would arrive first (61.1 ms) and check that it does not overtake packet 1.
+    sh.configure(sh.config.updated(delay_s=0.0), now=0.0601)
+    sh.enqueue(frame(2, 12), 0, 0.0601)
+    assert drain(sh, 0.065) == []
+    assert drain(sh, 0.0701) == [1, 2]
+
+
+def test_unshaped_link_delivers_at_once() -> None:
+    sh = Shaper(1, LinkConfig())
+    sh.enqueue(frame(0), 3, 5.0)
+    assert drain(sh, 5.0) == [0]
+    assert sh.stats.packets == 1 and sh.stats.bytes == 1250
+    assert sh.stats.queues[3].packets == 1
+
+
+def test_admin_down_drops_queued_inflight_and_new_packets() -> None:
+    drops: list[tuple[int, int, int]] = []
+    sh = Shaper(
+        2, LinkConfig(rate_bps=1 * MBPS, delay_s=1.0, qpkts=10), on_drop=lambda *a: drops.append(a)
+    )
+    for i in range(3):
+        sh.enqueue(frame(i), 1, 0.0)
+    drain(sh, 0.015)  # packet 0 in flight (delay 1 s), packet 1 on the wire, packet 2 queued
+    sh.configure(sh.config.updated(up=False), now=0.015)
+    # Queued packet 2 plus packets 0 (propagating) and 1 (being serialised) are lost.
+    assert sh.stats.down_drops == 3 and sh.depth(1) == (0, 0)
+    assert not sh.enqueue(frame(3), 1, 0.02)
+    assert sh.stats.down_drops == 4
+    assert drain(sh, 5.0) == []
+    sh.configure(sh.config.updated(up=True), now=6.0)
+    sh.enqueue(frame(4), 1, 6.0)
+    assert drain(sh, 7.011) == [4]
+    assert [d[1] for d in drops] == [1, 1]  # queued + new packet reported to the pipeline
+
+
+def test_ecn_and_trim_flags_are_counted_per_queue() -> None:
+    sh = Shaper(1, LinkConfig())
+    sh.enqueue(frame(0), 6, 0.0, trimmed=True)
+    sh.enqueue(frame(1), 1, 0.0, ecn=True)
+    sh.enqueue(frame(2), 1, 0.0)
+    assert sh.stats.queues[6].trims == 1 and sh.stats.queues[1].ecn_marks == 1
+    assert sh.stats.queues[1].trims == 0
+
+
+def test_traffic_manager_ingress_shaping_and_egress() -> None:
+    tm = TrafficManager(rng=random.Random(1))
+    tm.add_port(1, egress=LinkConfig(rate_bps=1 * MBPS))
+    tm.add_port(2, ingress=LinkConfig(rate_bps=1 * MBPS, delay_s=0.001))
+    assert 2 in tm.ingress_shaped and 1 not in tm.ingress_shaped
+    tm.receive(2, frame(7), 0.0)
+    tm.enqueue(1, 0, frame(8), 0.0)
+    tx: list[tuple[int, bytes]] = []
+    rx: list[tuple[int, bytes]] = []
+    tm.service(0.0105, tx, rx)
+    assert [(p, tag(d)) for p, d in tx] == [(1, 8)]
+    assert rx == []
+    assert tm.next_deadline() == pytest.approx(0.011)
+    tm.service(0.0111, tx, rx)
+    assert [(p, tag(d)) for p, d in rx] == [(2, 7)]
+    assert tm.next_deadline() is None
+    assert tm.qdepth(9, 0) == (0, 0)
+    with pytest.raises(ValueError, match="no port 9"):
+        tm.configure(9, 0.0, rate_bps=1.0)
+    with pytest.raises(ValueError, match="unknown link parameter"):
+        tm.configure(1, 0.0, speed=1.0)
+    tm.set_admin(1, False, 0.2)
+    assert not tm.admin_up(1) and not tm.enqueue(1, 0, frame(1), 0.2)
+
+
+def test_parse_link_spec() -> None:
+    cfg = parse_link_spec("rate=1e9, delay=10e-6,loss=0.01,qpkts=32,qbytes=65536,up=0")
+    assert cfg == LinkConfig(
+        rate_bps=1e9, delay_s=10e-6, loss=0.01, qpkts=32, qbytes=65536, up=False
+    )
+    with pytest.raises(ValueError, match="bad link parameter"):
+        parse_link_spec("speed=1")
+    with pytest.raises(ValueError, match="loss"):
+        parse_link_spec("loss=1.5")
+    with pytest.raises(ValueError, match="bad value"):
+        parse_link_spec("rate=fast")
