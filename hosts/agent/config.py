@@ -1,0 +1,174 @@
+"""Agent configuration: a JSON file (or dict) validated into typed dataclasses.
+
+Example::
+
+    {"name": "h1",
+     "ports": [{"ifname": "h1p0", "mac": "02:00:00:00:01:00", "gid": "fd00:0:1::1",
+                "neighbor_mac": "02:00:00:00:ff:00"}],
+     "ev_mode": "ecmp",            # ecmp | structured | srv6
+     "srv6_templates": {"fd00:0:2::1": {"block": "0xfc000000",
+                        "slots": [{"base": 256, "ev_shift": 0, "ev_width": 4}]}},
+     "mtu": 4096, "qlog_dir": "/tmp/qlog", "metrics_interval": 1.0,
+     "classes": {"TRIMMABLE": 10, ...},   # optional DSCP overrides
+     "apps": [{"target": "hosts.agent.apps:sink", "args": {...}}]}
+
+Port i of the list is NIC port i, which is plane i. ``neighbor_mac`` is the static next-hop MAC
+(the switch port or, host to host, the peer NIC). Errors name the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.classes import DEFAULT_CLASSES, ClassMap, TrafficClass
+from hosts.wire import EvMode, UsidSlot, UsidTemplate, ip6, mac
+
+
+class ConfigError(ValueError):
+    """The agent configuration is invalid; the message names the field."""
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    ifname: str
+    mac: bytes
+    gid: bytes
+    neighbor_mac: bytes
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    target: str  # "package.module:function", called as function(context, args) -> int
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    name: str
+    ports: tuple[PortConfig, ...]
+    ev_mode: EvMode = EvMode.ECMP
+    srv6_templates: dict[bytes, UsidTemplate] = field(default_factory=dict)
+    mtu: int = 4096
+    qlog_dir: str | None = None
+    metrics_interval: float = 1.0
+    classes: ClassMap = DEFAULT_CLASSES
+    netns: str | None = None  # library use: open the ports inside this namespace
+    apps: tuple[AppConfig, ...] = ()
+    rx_batch: int = 64
+
+    def gid_port(self, gid: bytes) -> int | None:
+        for i, p in enumerate(self.ports):
+            if p.gid == gid:
+                return i
+        return None
+
+
+_EV_MODES = {"ecmp": EvMode.ECMP, "udp": EvMode.ECMP, "structured": EvMode.STRUCTURED,
+             "stev": EvMode.STRUCTURED, "srv6": EvMode.SRV6}
+
+
+def _get(d: dict[str, Any], key: str, where: str) -> Any:
+    if key not in d:
+        raise ConfigError(f"{where}: missing field {key!r}")
+    return d[key]
+
+
+def _int(value: Any, where: str) -> int:
+    try:
+        return int(value, 0) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: not an integer: {value!r}") from None
+
+
+def _addr(fn: Any, value: Any, where: str) -> bytes:
+    try:
+        return bytes(fn(str(value)))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def parse_config(d: dict[str, Any]) -> AgentConfig:
+    """Validate a decoded JSON object into an AgentConfig (raises ConfigError)."""
+    if not isinstance(d, dict):
+        raise ConfigError("agent config must be a JSON object")
+    name = str(_get(d, "name", "config"))
+    raw_ports = _get(d, "ports", "config")
+    if not isinstance(raw_ports, list) or not raw_ports:
+        raise ConfigError("config.ports: need a non-empty list")
+    if len(raw_ports) > 32:
+        raise ConfigError("config.ports: at most 32 ports (port_status_mask is 32 bits)")
+    ports = []
+    for i, p in enumerate(raw_ports):
+        w = f"config.ports[{i}]"
+        if not isinstance(p, dict):
+            raise ConfigError(f"{w}: must be an object")
+        ports.append(PortConfig(
+            ifname=str(_get(p, "ifname", w)),
+            mac=_addr(mac, _get(p, "mac", w), f"{w}.mac"),
+            gid=_addr(ip6, _get(p, "gid", w), f"{w}.gid"),
+            neighbor_mac=_addr(mac, _get(p, "neighbor_mac", w), f"{w}.neighbor_mac"),
+        ))
+    if len({p.gid for p in ports}) != len(ports):
+        raise ConfigError("config.ports: every port needs its own gid")
+    mode_name = str(d.get("ev_mode", "ecmp")).lower()
+    if mode_name not in _EV_MODES:
+        raise ConfigError(f"config.ev_mode: one of {sorted(_EV_MODES)}, got {mode_name!r}")
+    templates: dict[bytes, UsidTemplate] = {}
+    for dst, t in dict(d.get("srv6_templates", {})).items():
+        w = f"config.srv6_templates[{dst}]"
+        try:
+            slots = tuple(
+                UsidSlot(base=_int(s.get("base", 0), w), ev_shift=_int(s.get("ev_shift", 0), w),
+                         ev_width=_int(s.get("ev_width", 0), w),
+                         usid_shift=_int(s.get("usid_shift", 0), w))
+                for s in t.get("slots", [])
+            )
+            templates[_addr(ip6, dst, w)] = UsidTemplate(block=_int(_get(t, "block", w), w),
+                                                          slots=slots)
+        except (AttributeError, ValueError) as exc:
+            raise ConfigError(f"{w}: {exc}") from None
+    mtu = _int(d.get("mtu", 4096), "config.mtu")
+    if not 256 <= mtu <= 8192:
+        raise ConfigError(f"config.mtu: 256..8192, got {mtu}")
+    interval = float(d.get("metrics_interval", 1.0))
+    if interval <= 0:
+        raise ConfigError("config.metrics_interval must be > 0")
+    classes = DEFAULT_CLASSES
+    if "classes" in d:
+        dscp = dict(DEFAULT_CLASSES.dscp)
+        for cname, value in dict(d["classes"]).items():
+            try:
+                dscp[TrafficClass(cname)] = _int(value, f"config.classes.{cname}")
+            except ValueError as exc:
+                raise ConfigError(f"config.classes: {exc}") from None
+        classes = ClassMap(dscp=dscp, priority=dict(DEFAULT_CLASSES.priority))
+        try:
+            classes.validate()
+        except ValueError as exc:
+            raise ConfigError(f"config.classes: {exc}") from None
+    apps = []
+    for i, a in enumerate(d.get("apps", [])):
+        w = f"config.apps[{i}]"
+        target = str(_get(a, "target", w))
+        if ":" not in target:
+            raise ConfigError(f"{w}.target: expected 'module:function', got {target!r}")
+        apps.append(AppConfig(target=target, args=dict(a.get("args", {}))))
+    batch = _int(d.get("rx_batch", 64), "config.rx_batch")
+    if not 1 <= batch <= 1024:
+        raise ConfigError("config.rx_batch: 1..1024")
+    return AgentConfig(
+        name=name, ports=tuple(ports), ev_mode=_EV_MODES[mode_name], srv6_templates=templates,
+        mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
+        netns=d.get("netns"), apps=tuple(apps), rx_batch=batch,
+    )
+
+
+def load_config(path: str | Path) -> AgentConfig:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return parse_config(data)

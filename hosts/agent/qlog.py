@@ -1,0 +1,106 @@
+"""qlog-like structured logs: one JSON-lines file per QP (plus one for the agent itself).
+
+Format (one JSON object per line, readable by tools and plots without this module):
+
+- line 1, the header: ``{"qlog_version": "0.4", "qlog_format": "JSON-lines", "title": ...,
+  "trace": {"common_fields": {"host": H, "qpn": N | null, "reference_time": EPOCH_MS,
+  "time_format": "relative_ms"}}}``
+- then events: ``{"time": MS_SINCE_REFERENCE, "name": "CATEGORY:EVENT", "data": {...}}``.
+
+Event names used by the agent (see docs/transport.md): ``mrc:qp_state_changed``,
+``mrc:ev_state_changed``, ``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``,
+``mrc:metrics_sampled`` (periodic counters, never per data packet) and whatever named records
+the transport core emits (passed through as they are). Writes are buffered and flushed on
+each metrics sample and on close, so logging stays off the per-packet path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import IO, Any
+
+QLOG_VERSION = "0.4"
+
+
+class QlogWriter:
+    """Writes per-QP qlog files under ``directory`` as ``HOST-qpN.qlog.jsonl``."""
+
+    def __init__(self, directory: str | Path, host: str, t0: float) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.host = host
+        self.t0 = t0  # monotonic time of reference_time
+        self.reference_ms = time.time() * 1000.0
+        self._files: dict[int | None, IO[str]] = {}
+        self.records = 0
+
+    def path_for(self, qpn: int | None) -> Path:
+        suffix = "agent" if qpn is None else f"qp{qpn}"
+        return self.directory / f"{self.host}-{suffix}.qlog.jsonl"
+
+    def _file(self, qpn: int | None) -> IO[str]:
+        f = self._files.get(qpn)
+        if f is None:
+            f = open(self.path_for(qpn), "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
+            header = {
+                "qlog_version": QLOG_VERSION,
+                "qlog_format": "JSON-lines",
+                "title": f"mrcnet agent {self.host}",
+                "trace": {
+                    "common_fields": {
+                        "host": self.host,
+                        "qpn": qpn,
+                        "reference_time": self.reference_ms,
+                        "time_format": "relative_ms",
+                    }
+                },
+            }
+            f.write(json.dumps(header) + "\n")
+            self._files[qpn] = f
+        return f
+
+    def event(self, qpn: int | None, name: str, data: dict[str, Any], now: float) -> None:
+        """Append one event; ``now`` is the agent's monotonic clock."""
+        line = json.dumps(
+            {"time": round((now - self.t0) * 1000.0, 3), "name": name, "data": data},
+            default=_jsonable,
+        )
+        self._file(qpn).write(line + "\n")
+        self.records += 1
+
+    def flush(self) -> None:
+        for f in self._files.values():
+            f.flush()
+
+    def close(self) -> None:
+        for f in self._files.values():
+            f.close()
+        self._files.clear()
+
+
+def _jsonable(value: object) -> object:
+    """Enums, bytes and dataclass-like values in records become plain JSON."""
+    name = getattr(value, "name", None)
+    if isinstance(name, str):
+        return name
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if hasattr(value, "__dict__"):
+        return {k: v for k, v in vars(value).items() if not k.startswith("_")}
+    slots = getattr(value, "__slots__", None)
+    if slots:
+        return {k: getattr(value, k) for k in slots if hasattr(value, k)}
+    return str(value)
+
+
+def read_qlog(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Return (header, events) of a qlog JSON-lines file; a malformed line raises ValueError."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not lines:
+        raise ValueError(f"{path}: empty qlog file")
+    header = json.loads(lines[0])
+    if header.get("qlog_version") != QLOG_VERSION:
+        raise ValueError(f"{path}: not a qlog file of version {QLOG_VERSION}")
+    return header, [json.loads(line) for line in lines[1:] if line]
