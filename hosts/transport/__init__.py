@@ -1,0 +1,81 @@
+"""Sans-I/O MRC transport core (see docs/transport.md, section "Core").
+
+HostCore is the per-host state machine: register memory, create/modify QPs, post work, feed
+received packets with receive(pkt, meta, now), pull packets_to_send(now), honour get_timer() /
+handle_timer(now), and drain next_event(). All value types live in hosts.transport.types.
+"""
+
+from hosts.transport.cc import CongestionControl, NackFeedback, NoCongestionControl, SackFeedback
+from hosts.transport.core import HostCore
+from hosts.transport.memory import ALL_ACCESS, Access, MemoryRegion
+from hosts.transport.profiles import CcProfile, EvEntry, EvGenSpec, EvProfile, EvProfileMode
+from hosts.transport.types import (
+    EXP_CNT_INFINITE,
+    AsyncEvent,
+    AsyncEventKind,
+    Completion,
+    EndpointResponse,
+    EndpointTimeout,
+    Event,
+    EvState,
+    EvStateChanged,
+    HostConfig,
+    LogRecord,
+    PortConfig,
+    QpAttr,
+    QpAttrMask,
+    QpError,
+    QpHintFlag,
+    QpState,
+    QpType,
+    RecvWR,
+    RetryAttr,
+    RxMeta,
+    SendWR,
+    TxPacket,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+)
+
+__all__ = [
+    "ALL_ACCESS",
+    "EXP_CNT_INFINITE",
+    "Access",
+    "AsyncEvent",
+    "AsyncEventKind",
+    "CcProfile",
+    "Completion",
+    "CongestionControl",
+    "EndpointResponse",
+    "EndpointTimeout",
+    "EvEntry",
+    "EvGenSpec",
+    "EvProfile",
+    "EvProfileMode",
+    "EvState",
+    "EvStateChanged",
+    "Event",
+    "HostConfig",
+    "HostCore",
+    "LogRecord",
+    "MemoryRegion",
+    "NackFeedback",
+    "NoCongestionControl",
+    "PortConfig",
+    "QpAttr",
+    "QpAttrMask",
+    "QpError",
+    "QpHintFlag",
+    "QpState",
+    "QpType",
+    "RecvWR",
+    "RetryAttr",
+    "RxMeta",
+    "SackFeedback",
+    "SendWR",
+    "TxPacket",
+    "WcOpcode",
+    "WcStatus",
+    "WrOpcode",
+]
