@@ -1,0 +1,303 @@
+"""The data-plane loop of one switch process: sockets -> pipeline -> traffic manager -> sockets.
+
+One thread runs ``Dataplane.run``. It waits in ``select`` with a timeout equal to the next
+departure of the traffic manager (microsecond resolution; never spins when idle), reads frames
+in batches from readable ports, feeds them to the pipeline (or first to the ingress shaper of
+a shaped port), enqueues what the pipeline returns, and sends the frames the emulated links
+deliver. Control-plane threads (the admin gRPC service) never touch this state directly: they
+submit a function with ``call`` which the loop executes between batches, so the loop needs no
+locks and every admin read is a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import select
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TypeVar
+
+from switch.pcap import PcapWriter
+from switch.pipeline import Pipeline
+from switch.ports import MAX_FRAME, LinkWatcher, Port, oper_up
+from switch.traffic import TrafficManager
+
+log = logging.getLogger("switch.dataplane")
+
+T = TypeVar("T")
+RX_BATCH = 64  # frames read from one port before looking at the others
+PortStatusHook = Callable[[int, bool], None]
+
+
+@dataclass(slots=True)
+class PortCounters:
+    """Socket-level counters of a port (what crossed the interface)."""
+
+    rx_packets: int = 0
+    rx_bytes: int = 0
+    tx_packets: int = 0
+    tx_bytes: int = 0
+    tx_errors: int = 0
+
+
+class Dataplane:
+    """Owns the ports, the traffic manager and the captures; runs the forwarding loop."""
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        tm: TrafficManager,
+        ports: dict[int, Port],
+        watcher: LinkWatcher | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.pipeline = pipeline
+        self.tm = tm
+        self.ports = ports
+        self.watcher = watcher
+        self.clock = clock
+        self.counters = {n: PortCounters() for n in ports}
+        self.carrier = {n: oper_up(p.ifname) for n, p in ports.items()}
+        self.captures: dict[int, PcapWriter] = {}
+        self.misc: dict[str, int] = {"no_such_port_drops": 0, "rx_errors": 0, "commands": 0}
+        self.port_status_hooks: list[PortStatusHook] = []
+        self._by_ifindex = {p.ifindex: n for n, p in ports.items()}
+        self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = (
+            queue.SimpleQueue()
+        )
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._stopping = False
+        self._running = False
+        self._closed = False
+        for n in ports:
+            self.pipeline.set_port_oper_status(n, self.oper(n))
+
+    # -- state -------------------------------------------------------------------------
+
+    def oper(self, port: int) -> bool:
+        """A port forwards when its carrier is up and it is administratively up."""
+        return self.carrier[port] and self.tm.admin_up(port)
+
+    def _announce(self, port: int, before: bool) -> None:
+        now_up = self.oper(port)
+        if now_up == before:
+            return
+        log.info(
+            "port %d (%s) is now %s", port, self.ports[port].ifname, "up" if now_up else "down"
+        )
+        self.pipeline.set_port_oper_status(port, now_up)
+        for hook in self.port_status_hooks:
+            try:
+                hook(port, now_up)
+            except Exception:
+                log.exception("port status hook failed for port %d", port)
+
+    def set_admin(self, port: int, up: bool) -> None:
+        """Administrative up/down (call from the loop thread, e.g. through ``call``)."""
+        before = self.oper(port)
+        self.tm.set_admin(port, up, self.clock())
+        self._announce(port, before)
+
+    def _link_changes(self) -> None:
+        assert self.watcher is not None
+        changes = self.watcher.read()
+        if any(index < 0 for index, _ in changes):
+            # Lost notifications: re-read every port.
+            changes = [(p.ifindex, oper_up(p.ifname)) for p in self.ports.values()]
+        for index, running in changes:
+            port = self._by_ifindex.get(index)
+            if port is None or self.carrier[port] == running:
+                continue
+            before = self.oper(port)
+            self.carrier[port] = running
+            self._announce(port, before)
+
+    # -- control-plane access ------------------------------------------------------------
+
+    def call(self, fn: Callable[[], T], timeout: float = 5.0) -> T:
+        """Run ``fn`` in the data-plane thread and return its result (or raise its error)."""
+        if not self._running:
+            return fn()  # loop not running (tests, start-up): nothing to race with
+        fut: Future[object] = Future()
+        self._commands.put((fn, fut))
+        self.wake()
+        return fut.result(timeout)  # type: ignore[return-value]
+
+    def wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # already signalled
+
+    def stop(self) -> None:
+        """Ask the loop to return (safe from signal handlers and other threads)."""
+        self._stopping = True
+        self.wake()
+
+    def _run_commands(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+        while True:
+            try:
+                fn, fut = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            self.misc["commands"] += 1
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except Exception as exc:
+                fut.set_exception(exc)
+
+    # -- captures ------------------------------------------------------------------------
+
+    def start_capture(self, port: int, path: str, direction: str, snaplen: int) -> PcapWriter:
+        if port not in self.ports:
+            raise ValueError(f"no port {port}")
+        self.stop_capture(port)
+        writer = PcapWriter(path, snaplen or 65535, direction)
+        self.captures[port] = writer
+        return writer
+
+    def stop_capture(self, port: int) -> PcapWriter | None:
+        writer = self.captures.pop(port, None)
+        if writer is not None:
+            writer.close()
+        return writer
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Forward until ``stop()``; returns after closing nothing (see ``close``)."""
+        ports = self.ports
+        tm = self.tm
+        clock = self.clock
+        fd_port = {p.fileno(): (n, p.sock) for n, p in ports.items()}
+        read_fds = [*fd_port, self._wake_r]
+        if self.watcher is not None:
+            read_fds.append(self.watcher.fileno())
+        watcher_fd = self.watcher.fileno() if self.watcher is not None else -1
+        wake_fd = self._wake_r
+        counters = self.counters
+        captures = self.captures
+        ingress_shaped = tm.ingress_shaped
+        process = self._process
+        tx: list[tuple[int, bytes]] = []
+        rx: list[tuple[int, bytes]] = []
+        self._running = True
+        log.info("data plane running on %d ports", len(ports))
+        try:
+            while not self._stopping:
+                now = clock()
+                tm.service(now, tx, rx)
+                if rx:
+                    for port, data in rx:
+                        process(data, port, now)
+                    rx.clear()
+                    tm.service(now, tx, rx)  # unshaped egress of what was just processed
+                if tx:
+                    self._send(tx)
+                    tx.clear()
+                deadline = tm.next_deadline()
+                if deadline is None:
+                    timeout: float | None = None
+                else:
+                    timeout = deadline - clock()
+                    if timeout < 0:
+                        timeout = 0.0
+                try:
+                    readable, _, _ = select.select(read_fds, [], [], timeout)
+                except InterruptedError:
+                    continue
+                if not readable:
+                    continue
+                now = clock()
+                for fd in readable:
+                    entry = fd_port.get(fd)
+                    if entry is None:
+                        if fd == wake_fd:
+                            self._run_commands()
+                        elif fd == watcher_fd:
+                            self._link_changes()
+                        continue
+                    port, sock = entry
+                    pc = counters[port]
+                    cap = captures.get(port)
+                    shaped = port in ingress_shaped
+                    for _ in range(RX_BATCH):
+                        try:
+                            data = sock.recv(MAX_FRAME)
+                        except BlockingIOError:
+                            break
+                        except OSError:
+                            self.misc["rx_errors"] += 1
+                            break
+                        pc.rx_packets += 1
+                        pc.rx_bytes += len(data)
+                        if cap is not None and cap.rx:
+                            cap.write(data)
+                        if shaped:
+                            tm.receive(port, data, now)
+                        else:
+                            process(data, port, now)
+        finally:
+            self._running = False
+            self._run_commands()  # answer whoever is waiting
+            log.info("data plane stopped")
+
+    def _process(self, data: bytes, port: int, now: float) -> None:
+        tm = self.tm
+        for eg in self.pipeline.process(data, port, now, tm.qdepth):
+            if (
+                not tm.enqueue(eg.port, eg.priority, eg.data, now, eg.trimmed, eg.ecn_marked)
+                and eg.port not in tm.egress
+            ):
+                self.misc["no_such_port_drops"] += 1
+
+    def _send(self, tx: list[tuple[int, bytes]]) -> None:
+        ports = self.ports
+        counters = self.counters
+        captures = self.captures
+        for port, data in tx:
+            pc = counters[port]
+            try:
+                ports[port].sock.send(data)
+            except OSError:
+                pc.tx_errors += 1
+                continue
+            pc.tx_packets += 1
+            pc.tx_bytes += len(data)
+            if captures:
+                cap = captures.get(port)
+                if cap is not None and cap.tx:
+                    cap.write(data)
+
+    def close(self) -> None:
+        """Close captures, sockets and the wake pipe; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for port in list(self.captures):
+            self.stop_capture(port)
+        for p in self.ports.values():
+            try:
+                p.close()
+            except OSError:
+                pass
+        if self.watcher is not None:
+            self.watcher.close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

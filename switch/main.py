@@ -1,0 +1,171 @@
+"""The embedded switch process: ``python -m switch.main --name S --grpc-addr 127.0.0.1:PORT ...``.
+
+Opens the ports, creates the pipeline, starts the P4Runtime server (with the switch admin
+service beside it) and runs the data-plane loop in the main thread until SIGTERM/SIGINT.
+Readiness, for whoever started the process: the gRPC port accepts connections (the server is
+started only after every port is open) and the log says "ready". Exit codes: 0 clean stop,
+2 bad arguments, 1 start-up failure (message in the log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
+
+log = logging.getLogger("switch")
+
+
+def _port_arg(text: str) -> tuple[int, str]:
+    num, sep, ifname = text.partition("=")
+    if not sep or not num.strip().isdigit() or not ifname.strip():
+        raise argparse.ArgumentTypeError(f"expected N=IFNAME, got {text!r}")
+    return int(num), ifname.strip()
+
+
+def _link_arg(text: str) -> tuple[int, LinkConfig]:
+    num, sep, spec = text.partition(":")
+    if not sep or not num.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected N:rate=..,delay=.., got {text!r}")
+    try:
+        return int(num), parse_link_spec(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m switch.main", description=__doc__.splitlines()[0])
+    p.add_argument("--name", required=True, help="switch name (logs, stats)")
+    p.add_argument("--grpc-addr", required=True, help="P4Runtime + admin address host:port")
+    p.add_argument("--device-id", type=int, default=1, help="P4Runtime device id")
+    p.add_argument(
+        "--port", type=_port_arg, action="append", default=[], metavar="N=IFNAME", help="a port"
+    )
+    p.add_argument(
+        "--link",
+        type=_link_arg,
+        action="append",
+        default=[],
+        metavar="N:SPEC",
+        help="egress link of port N: rate=BPS,delay=S,loss=P,qpkts=N,qbytes=N,overhead=B,up=0|1",
+    )
+    p.add_argument(
+        "--ingress-link",
+        type=_link_arg,
+        action="append",
+        default=[],
+        metavar="N:SPEC",
+        help="ingress (far end -> switch) link of port N, same keys as --link",
+    )
+    p.add_argument("--default-link", type=parse_link_spec, default=LinkConfig(), metavar="SPEC")
+    p.add_argument("--queues", type=int, default=MAX_QUEUES, help="priority queues per port")
+    p.add_argument("--seed", type=int, default=None, help="seed of the random loss generator")
+    p.add_argument("--log", default=None, help="log file (default: stderr)")
+    p.add_argument("--log-level", default="INFO")
+    return p
+
+
+def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if not args.port:
+        parser.error("at least one --port N=IFNAME is needed")
+    numbers = [n for n, _ in args.port]
+    names = [i for _, i in args.port]
+    if len(set(numbers)) != len(numbers) or len(set(names)) != len(names):
+        parser.error("port numbers and interfaces must be unique")
+    if any(not 0 <= n < 511 for n in numbers):
+        parser.error("port numbers must be 0..510 (511 is the drop port)")
+    for opt in ("link", "ingress_link"):
+        for n, _ in getattr(args, opt):
+            if n not in numbers:
+                parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
+    if not 1 <= args.queues <= MAX_QUEUES:
+        parser.error(f"--queues must be 1..{MAX_QUEUES}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _validate(args, parser)
+    logging.basicConfig(
+        filename=args.log,
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
+    )
+    # Imported here so argument errors are reported without paying for gRPC.
+    from switch.admin import admin_registrar
+    from switch.dataplane import Dataplane
+    from switch.p4runtime import start_server
+    from switch.pipeline import Pipeline
+    from switch.ports import LinkWatcher, Port, PortError, close_all, open_port
+    from switch.traffic import TrafficManager
+
+    pipeline = Pipeline()
+    tm = TrafficManager(rng=random.Random(args.seed), on_drop=pipeline.count_tm_drop)
+    egress = dict(args.link)
+    ingress = dict(args.ingress_link)
+    ports: dict[int, Port] = {}
+    watcher: LinkWatcher | None = None
+    dp: Dataplane | None = None
+    server = None
+    try:
+        for number, ifname in args.port:
+            ports[number] = open_port(number, ifname)
+            tm.add_port(
+                number,
+                egress.get(number, args.default_link),
+                ingress.get(number, LinkConfig()),
+                nqueues=args.queues,
+            )
+        watcher = LinkWatcher()
+        dp = Dataplane(pipeline, tm, ports, watcher)
+        server = start_server(
+            pipeline,
+            args.grpc_addr,
+            args.device_id,
+            extra_servicers=[admin_registrar(dp, args.name, args.device_id)],
+        )
+        dp.port_status_hooks.append(server.notify_port_status)
+    except (PortError, OSError, ValueError) as exc:
+        log.error("start-up failed: %s", exc)
+        print(f"switch {args.name}: start-up failed: {exc}", file=sys.stderr)
+        if server is not None:
+            server.stop()
+        if dp is not None:
+            dp.close()
+        else:
+            close_all(ports)
+            if watcher is not None:
+                watcher.close()
+        return 1
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        assert dp is not None
+        dp.stop()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    log.info(
+        "ready: grpc %s (port %d), device %d, ports %s",
+        args.grpc_addr,
+        server.port,
+        args.device_id,
+        ", ".join(f"{n}={p.ifname}" for n, p in sorted(ports.items())),
+    )
+    try:
+        dp.run()
+    finally:
+        server.stop()
+        dp.close()
+        log.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Packet I/O of the embedded switch: AF_PACKET sockets on its interfaces, link-state watching.
+
+A port socket is bound to one interface for all protocols, in promiscuous mode, non-blocking,
+and ignores its own transmissions (PACKET_IGNORE_OUTGOING), so the data-plane loop sees each
+received frame exactly once. The kernel's IPv6 stack is switched off on switch interfaces
+(they are switch ports, not host interfaces): otherwise it would send router solicitations
+and MLD reports out of them and process received frames a second time.
+
+Link state: ``LinkWatcher`` listens to rtnetlink RTM_NEWLINK/RTM_DELLINK messages so a cable
+pulled at the far end (peer veth down) is seen at once, without polling.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_IGNORE_OUTGOING = 23
+SO_RCVBUFFORCE = 33
+SO_SNDBUFFORCE = 32
+
+RTMGRP_LINK = 1
+RTM_NEWLINK = 16
+RTM_DELLINK = 17
+IFF_UP = 0x1
+IFF_RUNNING = 0x40
+
+MAX_FRAME = 65535  # receive buffer: larger than any MTU a veth carries here
+_NLMSG = struct.Struct("=IHHII")
+_IFINFO = struct.Struct("=BxHiII")
+
+
+class PortError(OSError):
+    """A switch port could not be opened; the message names the interface and the cause."""
+
+
+@dataclass(eq=False)
+class Port:
+    """One switch port: its number in the P4 program, its interface and raw socket."""
+
+    number: int
+    ifname: str
+    ifindex: int
+    sock: socket.socket
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def _disable_ipv6(ifname: str) -> None:
+    path = Path(f"/proc/sys/net/ipv6/conf/{ifname}/disable_ipv6")
+    try:
+        path.write_text("1")
+    except OSError:
+        pass  # IPv6 not compiled in, or already absent: nothing to switch off
+
+
+def open_port(number: int, ifname: str, bufsize: int = 4 << 20) -> Port:
+    """Open the raw socket of port ``number`` on interface ``ifname``."""
+    try:
+        ifindex = socket.if_nametoindex(ifname)
+    except OSError:
+        raise PortError(f"port {number}: no interface {ifname!r}") from None
+    _disable_ipv6(ifname)
+    # Protocol 0 until bound: the socket receives nothing from other interfaces meanwhile.
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    try:
+        sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+        for force, plain in (
+            (SO_RCVBUFFORCE, socket.SO_RCVBUF),
+            (SO_SNDBUFFORCE, socket.SO_SNDBUF),
+        ):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, force, bufsize)
+            except OSError:
+                sock.setsockopt(socket.SOL_SOCKET, plain, bufsize)
+        mreq = struct.pack("=iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+        sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+        sock.bind((ifname, ETH_P_ALL))
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise PortError(f"port {number}: cannot open raw socket on {ifname!r}: {exc}") from exc
+    return Port(number, ifname, ifindex, sock)
+
+
+def oper_up(ifname: str) -> bool:
+    """Operational state of an interface now (carrier and admin up)."""
+    try:
+        return Path(f"/sys/class/net/{ifname}/operstate").read_text().strip() in ("up", "unknown")
+    except OSError:
+        return False
+
+
+class LinkWatcher:
+    """rtnetlink subscription to link changes; ``fileno()`` goes into the data-plane poll set."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
+        try:
+            self.sock.bind((0, RTMGRP_LINK))
+            self.sock.setblocking(False)
+        except OSError:
+            self.sock.close()
+            raise
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def read(self) -> list[tuple[int, bool]]:
+        """Drain pending messages; returns (ifindex, running) for every link message."""
+        changes: list[tuple[int, bool]] = []
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except BlockingIOError:
+                return changes
+            except OSError as exc:
+                if exc.errno == errno.ENOBUFS:
+                    # Messages were lost: the caller re-reads every port's state.
+                    changes.append((-1, False))
+                    continue
+                raise
+            changes.extend(parse_link_messages(data))
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def parse_link_messages(data: bytes) -> list[tuple[int, bool]]:
+    """(ifindex, IFF_UP and IFF_RUNNING) for each RTM_NEWLINK/DELLINK in a netlink datagram."""
+    out: list[tuple[int, bool]] = []
+    off = 0
+    while off + _NLMSG.size <= len(data):
+        length, mtype, _flags, _seq, _pid = _NLMSG.unpack_from(data, off)
+        if length < _NLMSG.size or off + length > len(data):
+            break
+        if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= _NLMSG.size + _IFINFO.size:
+            _family, _type, index, flags, _change = _IFINFO.unpack_from(data, off + _NLMSG.size)
+            running = mtype == RTM_NEWLINK and (flags & (IFF_UP | IFF_RUNNING)) == (
+                IFF_UP | IFF_RUNNING
+            )
+            out.append((index, running))
+        off += (length + 3) & ~3
+    return out
+
+
+def close_all(ports: dict[int, Port]) -> None:
+    for port in ports.values():
+        try:
+            port.close()
+        except OSError:
+            pass
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this pid exists (used by readiness checks)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
