@@ -1,44 +1,549 @@
-"""Encode/decode of MRC packets and whole Ethernet frames (hot path: struct, no copies)."""
+"""Encode/decode of MRC packets and whole Ethernet frames (hot path: struct, no copies).
+
+Encoding writes into a caller-provided buffer (``encode_frame``) so the per-packet path
+allocates only small header objects; the payload is copied once, into the frame. Decoding
+works on bytes, bytearray or memoryview and returns the payload as a memoryview slice of the
+input. Every decoding failure is a WireError with a reason and the byte offset.
+
+Derived fields: the encoder sets ``bth.pad`` (payload padding to 4 bytes) and ``bth.tsh``
+(TSETH present) on the packet it encodes, and computes IPv6 payload length, UDP length and
+the ICRC. The UDP checksum is sent as zero (RoCEv2 practice; the ICRC protects the payload).
+"""
 
 from __future__ import annotations
 
-from hosts.wire.packet import Frame, MrcPacket
+import struct
+from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from hosts.wire import layout as L
+from hosts.wire.compile import CompiledLayout, compile_layout, generate, plan_stack
+from hosts.wire.enums import ICRC_LEN, Opcode
+from hosts.wire.errors import WireError
+from hosts.wire.headers import (
+    Aeth,
+    Bth,
+    CcState,
+    Eeth,
+    Erth,
+    ImmDt,
+    Meth,
+    Neth,
+    Peth,
+    Reth,
+    Seth,
+    Tseth,
+)
+from hosts.wire.icrc import compute_icrc, read_icrc, write_icrc
+from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
+
+Buffer = bytes | bytearray | memoryview
+
+_CLASSES: dict[str, type] = {
+    "meth": Meth,
+    "tseth": Tseth,
+    "reth": Reth,
+    "immdt": ImmDt,
+    "aeth": Aeth,
+    "seth": Seth,
+    "cc_state": CcState,
+    "neth": Neth,
+    "peth": Peth,
+    "erth": Erth,
+    "eeth": Eeth,
+}
+
+BTH_CODEC = compile_layout(L.BTH, Bth)
+HEADER_CODECS: dict[str, CompiledLayout] = {
+    attr: compile_layout(lay, _CLASSES[attr]) for attr, lay in L.MRC_HEADERS.items()
+}
+ETH_CODEC = compile_layout(L.ETH)
+IPV6_CODEC = compile_layout(L.IPV6)
+SRH_CODEC = compile_layout(L.SRH)
+UDP_CODEC = compile_layout(L.UDP)
+
+_BTH_LEN = L.BTH.size
+_ETH_LEN = L.ETH.size
+_IP_LEN = L.IPV6.size
+_UDP_LEN = L.UDP.size
+_SRH_LEN = L.SRH.size
+_ZEROS = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
+
+# opcode -> (Opcode member, ((attr, size, unpack, pack, optional), ...), carries payload)
+_Step = tuple[str, int, Callable[..., Any], Callable[..., None], bool]
+_OPINFO: dict[int, tuple[Opcode, tuple[_Step, ...], bool]] = {
+    int(op): (
+        op,
+        tuple(
+            (
+                attr,
+                HEADER_CODECS[attr].size,
+                HEADER_CODECS[attr].unpack,
+                HEADER_CODECS[attr].pack,
+                attr in L.OPTIONAL_HEADERS,
+            )
+            for attr in attrs
+        ),
+        op in L.PAYLOAD_OPCODES,
+    )
+    for op, attrs in L.OPCODE_HEADERS.items()
+}
+
+_unpack_bth = BTH_CODEC.unpack
+_pack_bth = BTH_CODEC.pack
+_unpack_ipv6 = IPV6_CODEC.unpack
+_pack_ipv6 = IPV6_CODEC.pack
+_unpack_udp = UDP_CODEC.unpack
+_pack_udp = UDP_CODEC.pack
+_unpack_eth = ETH_CODEC.unpack
+_pack_eth = ETH_CODEC.pack
+_unpack_srh = SRH_CODEC.unpack
+_pack_srh = SRH_CODEC.pack
+_ethertype = struct.Struct("!H").unpack_from
 
 
+def _opinfo(opcode: int, where: int) -> tuple[Opcode, tuple[_Step, ...], bool]:
+    info = _OPINFO.get(opcode)
+    if info is None:
+        raise WireError(f"unknown MRC opcode {opcode:#04x}", where)
+    return info
+
+
+# ------------------------------------------------------------------ MRC packet (BTH..payload)
 def packet_len(pkt: MrcPacket) -> int:
     """Bytes of BTH + extension headers + payload + padding (no ICRC)."""
-    raise NotImplementedError
+    _, steps, has_payload = _opinfo(pkt.bth.opcode, 0)
+    n = _BTH_LEN
+    for attr, size, _u, _p, optional in steps:
+        if optional and getattr(pkt, attr) is None:
+            continue
+        n += size
+    if has_payload:
+        n += (len(pkt.payload) + 3) & ~3
+    return n
 
 
 def encode_packet(pkt: MrcPacket, buf: bytearray | memoryview, offset: int = 0) -> int:
-    """Write BTH..payload+pad at ``offset``; return the end offset (no ICRC)."""
-    raise NotImplementedError
+    """Write BTH..payload+pad at ``offset``; return the end offset (no ICRC).
+
+    Raises WireError if the opcode is unknown, a required header is missing or the buffer
+    is too small.
+    """
+    bth = pkt.bth
+    _, steps, has_payload = _opinfo(bth.opcode, offset)
+    tsh = pkt.tseth is not None
+    payload = pkt.payload
+    plen = len(payload) if has_payload else 0
+    pad = -plen & 3
+    if bth.pad != pad or bth.tsh != tsh:
+        bth.pad = pad
+        bth.tsh = tsh
+    off = offset + _BTH_LEN
+    end = off + plen + pad
+    for _a, size, _u, _p, _o in steps:
+        end += size
+    if not tsh and has_payload:
+        end -= L.TSETH.size
+    if end > len(buf):
+        raise WireError(f"buffer too small: need {end} bytes, have {len(buf)}", offset)
+    _pack_bth(buf, offset, bth)
+    for attr, size, _u, pack, optional in steps:
+        h = getattr(pkt, attr)
+        if h is None:
+            if optional:
+                continue
+            raise WireError(f"{Opcode(bth.opcode).name} needs {attr.upper()}", off)
+        pack(buf, off, h)
+        off += size
+    if plen:
+        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+        mv[off : off + plen] = payload
+        off += plen
+    if pad:
+        buf[off : off + pad] = _ZEROS[pad]
+        off += pad
+    return off
 
 
-def decode_packet(
-    data: bytes | bytearray | memoryview, offset: int = 0, end: int | None = None
-) -> MrcPacket:
-    """Parse BTH..payload in ``data[offset:end]`` (the ICRC, if any, excluded by ``end``)."""
-    raise NotImplementedError
+def _decode_headers(data: Buffer, offset: int, limit: int) -> tuple[MrcPacket, int, bool]:
+    """Parse BTH and extension headers within data[offset:limit]; return (pkt, end, payload?)."""
+    if limit - offset < _BTH_LEN:
+        raise WireError(f"truncated BTH: {max(limit - offset, 0)} of {_BTH_LEN} bytes", offset)
+    bth = _unpack_bth(data, offset)
+    op, steps, has_payload = _opinfo(bth.opcode, offset)
+    bth.opcode = op
+    pkt = MrcPacket(bth)
+    off = offset + _BTH_LEN
+    tsh = bth.tsh
+    for attr, size, unpack, _p, optional in steps:
+        if optional and not tsh:
+            continue
+        if limit - off < size:
+            raise WireError(f"truncated {attr.upper()}: {limit - off} of {size} bytes", off)
+        setattr(pkt, attr, unpack(data, off))
+        off += size
+    if tsh and not has_payload:
+        raise WireError(f"BTH tsh set on {op.name}, which has no TSETH", offset + 8)
+    return pkt, off, has_payload
+
+
+def decode_packet(data: Buffer, offset: int = 0, end: int | None = None) -> MrcPacket:
+    """Parse BTH..payload+pad in ``data[offset:end]`` (the ICRC, if any, excluded by ``end``).
+
+    The payload is a memoryview slice of ``data``.
+    """
+    if end is None or end > len(data):
+        end = len(data)
+    pkt, off, has_payload = _decode_headers(data, offset, end)
+    _finish_payload(pkt, data, off, end, has_payload)
+    return pkt
+
+
+def _finish_payload(pkt: MrcPacket, data: Buffer, off: int, end: int, has_payload: bool) -> None:
+    if has_payload:
+        pad = pkt.bth.pad
+        if end - off < pad:
+            raise WireError(f"pad count {pad} exceeds the {end - off} payload bytes", off)
+        mv = data if isinstance(data, memoryview) else memoryview(data)
+        pkt.payload = mv[off : end - pad]
+    elif end != off:
+        raise WireError(
+            f"{end - off} unexpected bytes after {Opcode(pkt.bth.opcode).name} headers", off
+        )
+
+
+# ------------------------------------------------------------------ frames
+# Whole-stack functions, generated per (opcode, TSETH present, Ethernet included): one
+# pack_into / unpack_from covers Ethernet (optional), IPv6, UDP, BTH and the extension headers.
+_FRAME_SOURCE = {
+    "eth.dst": "frame.eth_dst",
+    "eth.src": "frame.eth_src",
+    "eth.ethertype": f"{L.ETHERTYPE_IPV6}",
+    "ip.version": "6",
+    "ip.dscp": "frame.dscp",
+    "ip.ecn": "frame.ecn",
+    "ip.flow_label": "frame.flow_label",
+    "ip.payload_len": "ulen",
+    "ip.next_header": f"{L.IPPROTO_UDP}",
+    "ip.hop_limit": "frame.hop_limit",
+    "ip.src": "frame.ip_src",
+    "ip.dst": "frame.ip_dst",
+    "udp.sport": "frame.udp_sport",
+    "udp.dport": "frame.udp_dport",
+    "udp.length": "ulen",
+    "udp.checksum": "0",
+}
+_PKT_SLOTS = [f.name for f in dataclass_fields(MrcPacket)]
+_FRAME_SLOTS = [f.name for f in dataclass_fields(Frame)]
+
+
+class _Stack:
+    """Generated encoder/decoder of one header stack (see _build_stack)."""
+
+    __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
+
+    def __init__(self, op: Opcode, tsh: bool, with_eth: bool) -> None:
+        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
+        parts = [("eth", L.ETH)] if with_eth else []
+        parts += [("ip", L.IPV6), ("udp", L.UDP), ("bth", L.BTH)]
+        parts += [(a, L.MRC_HEADERS[a]) for a in attrs]
+        plan = plan_stack(parts)
+        self.op = op
+        self.size = plan.size
+        self.has_payload = op in L.PAYLOAD_OPCODES
+        x = plan.extract
+
+        def ctor(prefix: str, cls: str, names: list[str], override: dict[str, str]) -> str:
+            args = ", ".join(override.get(n, x[f"{prefix}.{n}"]) for n in names)
+            return f"{cls}({args})"
+
+        bth_names = [f.name for f in L.BTH.fields]
+        headers = {"bth": ctor("bth", "_Bth", bth_names, {"opcode": "_op"})}
+        for a in attrs:
+            headers[a] = ctor(a, f"_{a}", [f.name for f in L.MRC_HEADERS[a].fields], {})
+        pkt_args = ", ".join(headers.get(slot, "None") for slot in _PKT_SLOTS[:12])
+        frame_vals = {
+            "eth_dst": x["eth.dst"] if with_eth else "eth_dst",
+            "eth_src": x["eth.src"] if with_eth else "eth_src",
+            "ip_src": x["ip.src"],
+            "ip_dst": x["ip.dst"],
+            "dscp": x["ip.dscp"],
+            "ecn": x["ip.ecn"],
+            "flow_label": x["ip.flow_label"],
+            "hop_limit": x["ip.hop_limit"],
+            "udp_sport": x["udp.sport"],
+            "udp_dport": x["udp.dport"],
+            "srv6": "srv6",
+        }
+        frame_args = ", ".join(frame_vals[s] for s in _FRAME_SLOTS)
+        ethertype = x["eth.ethertype"] if with_eth else f"{L.ETHERTYPE_IPV6}"
+        checks = ", ".join(
+            [
+                ethertype,
+                x["ip.version"],
+                x["ip.next_header"],
+                x["ip.payload_len"],
+                x["udp.dport"],
+                x["udp.length"],
+            ]
+        )
+
+        def source_of(q: str) -> str:
+            return _FRAME_SOURCE.get(q, q)
+
+        words = ", ".join(plan.insert(source_of))
+        loads = "".join(f"    {a} = pkt.{a}\n" for a in attrs)
+        src = (
+            "def decode(data, off, eth_dst, eth_src, srv6, _u=_st.unpack_from):\n"
+            f"    {plan.word_vars} = _u(data, off)\n"
+            f"    return ({checks}, _Frame({frame_args}), _Pkt({pkt_args}))\n"
+            "def encode(buf, off, frame, pkt, ulen, _p=_st.pack_into):\n"
+            "    bth = pkt.bth\n"
+            f"{loads}"
+            f"    _p(buf, off, {words})\n"
+        )
+        env = {f"_{a}": _CLASSES[a] for a in attrs}
+        ns = generate(
+            src,
+            f"stack {op.name}",
+            _st=plan.struct,
+            _op=op,
+            _Bth=Bth,
+            _Frame=Frame,
+            _Pkt=MrcPacket,
+            **env,
+        )
+        self.decode: Callable[..., tuple[Any, ...]] = ns["decode"]
+        self.encode: Callable[..., None] = ns["encode"]
+        self.source = src
+
+
+def _stacks(with_eth: bool) -> dict[int, _Stack]:
+    return {
+        (int(op) << 1) | tsh: _Stack(op, bool(tsh), with_eth)
+        for op in L.OPCODE_HEADERS
+        for tsh in (0, 1)
+        if tsh == 0 or op in L.PAYLOAD_OPCODES
+    }
+
+
+_ETH_STACKS = _stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
+_INNER_STACKS = _stacks(False)  # SRv6 frames: inner IPv6 | UDP | BTH | ... after the outer part
+_TSH_BIT = 0x10  # BTH byte 8
 
 
 def frame_len(frame: Frame, pkt: MrcPacket) -> int:
     """Total Ethernet frame length including the ICRC."""
-    raise NotImplementedError
+    return _outer_len(frame) + _IP_LEN + _UDP_LEN + packet_len(pkt) + ICRC_LEN
+
+
+def _outer_len(frame: Frame) -> int:
+    srv6 = frame.srv6
+    if srv6 is None:
+        return _ETH_LEN
+    if srv6.segments:
+        return _ETH_LEN + _IP_LEN + _SRH_LEN + 16 * len(srv6.segments)
+    return _ETH_LEN + _IP_LEN
 
 
 def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offset: int = 0) -> int:
-    """Write the whole frame (Ethernet..ICRC) into ``buf`` at ``offset``; return bytes written."""
-    raise NotImplementedError
+    """Write the whole frame (Ethernet..ICRC) into ``buf`` at ``offset``; return bytes written.
+
+    Use ``memoryview(buf)[offset:offset + n]`` to hand it to a socket without a copy.
+    """
+    bth = pkt.bth
+    tsh = pkt.tseth is not None
+    srv6 = frame.srv6
+    key = (bth.opcode << 1) | tsh
+    if srv6 is None:
+        stack = _ETH_STACKS.get(key)
+        start = offset
+        ip_off = offset + _ETH_LEN
+    else:
+        stack = _INNER_STACKS.get(key)
+        ip_off = start = offset + _outer_len(frame)
+    if stack is None:
+        if tsh and (bth.opcode & 0xFF) in _OPINFO:
+            raise WireError(f"{Opcode(bth.opcode).name} cannot carry a TSETH", offset)
+        raise WireError(f"unknown MRC opcode {bth.opcode:#04x}", offset)
+    payload = pkt.payload
+    plen = len(payload) if stack.has_payload else 0
+    pad = -plen & 3
+    if bth.pad != pad or bth.tsh != tsh:
+        bth.pad = pad
+        bth.tsh = tsh
+    hdr_end = start + stack.size
+    end = hdr_end + plen + pad
+    total = end + ICRC_LEN
+    if total > len(buf):
+        raise WireError(f"buffer too small: need {total} bytes, have {len(buf)}", offset)
+    try:
+        stack.encode(buf, start, frame, pkt, total - ip_off - _IP_LEN)
+    except AttributeError as exc:  # a required extension header is None
+        raise WireError(f"{stack.op.name} is missing a header ({exc})", start) from None
+    except (struct.error, TypeError) as exc:  # e.g. an address that is not bytes
+        raise WireError(f"cannot encode frame: {exc}", start) from None
+    if srv6 is not None:
+        _pack_eth(buf, offset, frame.eth_dst, frame.eth_src, L.ETHERTYPE_IPV6)
+        _encode_srv6(srv6, buf, offset + _ETH_LEN, total)
+    if plen:
+        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+        mv[hdr_end : hdr_end + plen] = payload
+    if pad:
+        buf[hdr_end + plen : end] = _ZEROS[pad]
+    write_icrc(buf, ip_off, end)
+    return total - offset
+
+
+def _encode_srv6(srv6: Srv6Outer, buf: bytearray | memoryview, off: int, total: int) -> None:
+    segs = srv6.segments
+    nh = L.IPPROTO_ROUTING if segs else L.IPPROTO_IPV6
+    _pack_ipv6(
+        buf, off, 6, srv6.dscp, srv6.ecn, srv6.flow_label, total - off - _IP_LEN, nh,
+        srv6.hop_limit, srv6.src, srv6.dst,
+    )  # fmt: skip
+    if not segs:
+        return
+    if len(segs) > 127:
+        raise WireError("too many SRH segments", off)
+    off += _IP_LEN
+    _pack_srh(
+        buf, off, L.IPPROTO_IPV6, 2 * len(segs), L.SRH_ROUTING_TYPE, srv6.segments_left,
+        len(segs) - 1, 0, 0,
+    )  # fmt: skip
+    off += _SRH_LEN
+    for seg in segs:
+        if len(seg) != 16:
+            raise WireError("an SRH segment is 16 bytes", off)
+        buf[off : off + 16] = seg
+        off += 16
 
 
 def build_frame(frame: Frame, pkt: MrcPacket) -> bytes:
     """Convenience: allocate and return the encoded frame."""
-    raise NotImplementedError
+    buf = bytearray(frame_len(frame, pkt))
+    n = encode_frame(frame, pkt, buf)
+    return bytes(buf[:n])
 
 
-def decode_frame(
-    data: bytes | bytearray | memoryview, *, verify_icrc: bool = True
-) -> tuple[Frame, MrcPacket]:
-    """Parse an Ethernet frame; raise WireError on anything malformed (or a bad ICRC)."""
-    raise NotImplementedError
+def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcPacket]:
+    """Parse an Ethernet frame; raise WireError on anything malformed (or a bad ICRC).
+
+    Bytes after the IPv6 payload (Ethernet padding) are ignored. A data packet that ends
+    right after its headers (no payload, no ICRC) is a trimmed packet: ``pkt.trimmed``.
+    The payload is a memoryview slice of ``data``.
+    """
+    n = len(data)
+    if n < _ETH_LEN + _IP_LEN:
+        raise WireError(f"frame too short ({n} bytes) for Ethernet + IPv6", 0)
+    if data[12] != 0x86 or data[13] != 0xDD:
+        raise WireError(f"not IPv6 (ethertype {data[12]:#04x}{data[13]:02x})", 12)
+    if data[14] >> 4 != 6:
+        raise WireError(f"IP version {data[14] >> 4}, expected 6", 14)
+    nh = data[20]
+    if nh == L.IPPROTO_UDP:
+        srv6 = None
+        start = 0
+        ip_off = _ETH_LEN
+        limit = n
+        stacks = _ETH_STACKS
+        eth_dst = eth_src = b""
+    elif nh == L.IPPROTO_IPV6 or nh == L.IPPROTO_ROUTING:
+        eth_dst, eth_src, _t = _unpack_eth(data, 0)
+        srv6, ip_off, limit = _decode_srv6(data, n)
+        start = ip_off
+        stacks = _INNER_STACKS
+    else:
+        raise WireError(f"IPv6 next header {nh} is neither UDP nor SRv6", 20)
+    bth_off = ip_off + _IP_LEN + _UDP_LEN
+    if limit - bth_off < _BTH_LEN:
+        _diagnose(data, ip_off, limit)
+    key = (data[bth_off] << 1) | (data[bth_off + 8] & _TSH_BIT != 0)
+    stack = stacks.get(key)
+    if stack is None:
+        if data[bth_off] in _OPINFO:
+            raise WireError(f"BTH tsh set on {_OPINFO[data[bth_off]][0].name}", bth_off + 8)
+        raise WireError(f"unknown MRC opcode {data[bth_off]:#04x}", bth_off)
+    hdr_end = start + stack.size
+    if hdr_end > limit:
+        _diagnose(data, ip_off, limit)
+    _t, ver, nh, plen, dport, ulen, frame, pkt = stack.decode(data, start, eth_dst, eth_src, srv6)
+    if ver != 6:
+        raise WireError(f"inner IP version {ver}, expected 6", ip_off)
+    if nh != L.IPPROTO_UDP:
+        raise WireError(f"inner IPv6 next header {nh} is not UDP", ip_off + 6)
+    ip_end = ip_off + _IP_LEN + plen
+    if ip_end > limit:
+        raise WireError(
+            f"IPv6 payload length {plen} exceeds the {limit - ip_off} bytes", ip_off + 4
+        )
+    udp_off = ip_off + _IP_LEN
+    if dport != 4791:
+        raise WireError(f"UDP destination port {dport} is not RoCEv2 (4791)", udp_off + 2)
+    end = udp_off + ulen
+    if end > ip_end or ulen < _UDP_LEN:
+        raise WireError(f"bad UDP length {ulen}", udp_off + 4)
+    if hdr_end > end:
+        raise WireError(f"UDP length {ulen} too short for {stack.op.name} headers", udp_off + 4)
+    if stack.has_payload and hdr_end == end:
+        pkt.trimmed = True
+        return frame, pkt
+    if end - hdr_end < ICRC_LEN:
+        raise WireError("truncated ICRC", hdr_end)
+    end -= ICRC_LEN
+    if verify_icrc:
+        want = compute_icrc(data, ip_off, end)
+        got = read_icrc(data, end)
+        if got != want:
+            raise WireError(f"bad ICRC {got:#010x}, expected {want:#010x}", end)
+    if stack.has_payload:
+        pad = pkt.bth.pad
+        if end - hdr_end < pad:
+            raise WireError(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)
+        mv = data if isinstance(data, memoryview) else memoryview(data)
+        pkt.payload = mv[hdr_end : end - pad]
+    elif end != hdr_end:
+        raise WireError(f"{end - hdr_end} unexpected bytes after {stack.op.name} headers", hdr_end)
+    return frame, pkt
+
+
+def _diagnose(data: Buffer, ip_off: int, limit: int) -> None:
+    """Slow path for short frames: find the first truncated header and raise."""
+    udp_off = ip_off + _IP_LEN
+    if limit - udp_off < _UDP_LEN:
+        raise WireError("truncated UDP header", udp_off)
+    _decode_headers(data, udp_off + _UDP_LEN, limit)
+    raise WireError("truncated packet", limit)
+
+
+def _decode_srv6(data: Buffer, n: int) -> tuple[Srv6Outer, int, int]:
+    """Parse the outer IPv6 (+ SRH); return (outer, inner IPv6 offset, outer end)."""
+    off = _ETH_LEN
+    _v, dscp, ecn, fl, plen, nh, hlim, src, dst = _unpack_ipv6(data, off)
+    limit = off + _IP_LEN + plen
+    if limit > n:
+        raise WireError(f"IPv6 payload length {plen} exceeds the frame", off + 4)
+    segs: tuple[bytes, ...] = ()
+    left = 0
+    off += _IP_LEN
+    if nh == L.IPPROTO_ROUTING:
+        if limit - off < _SRH_LEN:
+            raise WireError("truncated SRH", off)
+        nh, ext_len, rtype, left, last, _flags, _tag = _unpack_srh(data, off)
+        srh_len = _SRH_LEN + 8 * ext_len
+        if rtype != L.SRH_ROUTING_TYPE:
+            raise WireError(f"routing header type {rtype} is not an SRH (4)", off + 2)
+        if ext_len % 2 or limit - off < srh_len:
+            raise WireError(f"bad SRH length {ext_len}", off + 1)
+        count = ext_len // 2
+        if last >= count or left > count:
+            raise WireError(f"SRH last entry {last} / segments left {left} out of range", off + 3)
+        base = off + _SRH_LEN
+        segs = tuple(bytes(data[base + 16 * i : base + 16 * i + 16]) for i in range(count))
+        off += srh_len
+    if nh != L.IPPROTO_IPV6:
+        raise WireError(f"SRv6 outer header carries next header {nh}, expected IPv6 (41)", off)
+    if limit - off < _IP_LEN:
+        raise WireError("truncated inner IPv6 header", off)
+    return Srv6Outer(src, dst, segs, left, dscp, ecn, fl, hlim), off, limit
