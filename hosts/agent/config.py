@@ -58,6 +58,8 @@ class AgentConfig:
     netns: str | None = None  # library use: open the ports inside this namespace
     apps: tuple[AppConfig, ...] = ()
     rx_batch: int = 64
+    evs_per_plane: int = 16  # size of the default EV profile (id 0) on every plane
+    seed: int = 1  # the core's deterministic rotation / request-id seed
 
     def gid_port(self, gid: bytes) -> int | None:
         for i, p in enumerate(self.ports):
@@ -159,10 +161,14 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
     batch = _int(d.get("rx_batch", 64), "config.rx_batch")
     if not 1 <= batch <= 1024:
         raise ConfigError("config.rx_batch: 1..1024")
+    evs = _int(d.get("evs_per_plane", 16), "config.evs_per_plane")
+    if not 1 <= evs <= 4096:
+        raise ConfigError("config.evs_per_plane: 1..4096")
     return AgentConfig(
         name=name, ports=tuple(ports), ev_mode=_EV_MODES[mode_name], srv6_templates=templates,
         mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
-        netns=d.get("netns"), apps=tuple(apps), rx_batch=batch,
+        netns=d.get("netns"), apps=tuple(apps), rx_batch=batch, evs_per_plane=evs,
+        seed=_int(d.get("seed", 1), "config.seed"),
     )
 
 

@@ -64,6 +64,19 @@ class NicPort:
             except OSError:
                 sock.close()
                 raise
+        self._setup(sock, batch)
+
+    @classmethod
+    def from_socket(cls, sock: socket.socket, ifname: str, batch: int = 64) -> NicPort:
+        """Wrap an already open datagram socket (tests use a socketpair instead of a NIC)."""
+        port = cls.__new__(cls)
+        port.ifname = ifname
+        port.counters = PortCounters()
+        sock.setblocking(False)
+        port._setup(sock, batch)
+        return port
+
+    def _setup(self, sock: socket.socket, batch: int) -> None:
         self.sock = sock
         self._bufs = [bytearray(MAX_FRAME) for _ in range(batch)]
         self.views = [memoryview(b) for b in self._bufs]

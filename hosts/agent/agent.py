@@ -1,0 +1,319 @@
+"""The host agent: owns the NIC ports and drives the sans-I/O HostCore with real time.
+
+One thread runs the loop; applications call into the core through the API (hosts/api.py)
+from their own threads. Both sides take ``Agent.lock`` around core calls (HostCore is not
+thread-safe). An API call wakes the loop through an eventfd so new work goes out at once.
+
+Loop iteration (all under the lock, except the wait):
+1. wait in epoll for a NIC port, a link change or a wake-up, at most until the core's timer;
+2. drain every port until EAGAIN (bounded per iteration, so timers never starve), handing each
+   frame to ``HostCore.receive``; after each batch, transmit what the core has to send
+   (SACKs leave promptly and the window refills while packets keep arriving);
+3. fire the core's timer if due, transmit, and dispatch core events: completions to their
+   CQ, async events and EV changes to the handlers, log records to qlog;
+4. every ``metrics_interval`` write a sampled metrics record (never per data packet).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from hosts.agent.config import AgentConfig
+from hosts.agent.events import qlog_record
+from hosts.agent.framing import Framer
+from hosts.agent.linkmon import LinkMonitor
+from hosts.agent.nic import NicPort
+from hosts.agent.qlog import QlogWriter
+from hosts.transport import RxMeta, TxPacket
+from hosts.wire import MrcPacket
+
+RX_BUDGET = 2048  # frames per loop iteration across all ports before timers run
+
+
+class CoreApi(Protocol):
+    """The part of hosts.transport.HostCore the agent drives (a test may pass a stand-in)."""
+
+    def receive(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None: ...
+    def port_status(self, port: int, up: bool, now: float) -> None: ...
+    def packets_to_send(self, now: float) -> list[TxPacket]: ...
+    def get_timer(self) -> float | None: ...
+    def handle_timer(self, now: float) -> None: ...
+    def next_event(self) -> object | None: ...
+
+
+EventHandler = Callable[[object, float], None]
+
+
+class Agent:
+    """NIC ports + event loop around one HostCore. ``start()`` runs the loop in a thread."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        core: CoreApi | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        monitor_links: bool = True,
+        ports: list[NicPort] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.t0 = clock()
+        if core is None:
+            from hosts.agent.corecfg import build_core
+
+            core = build_core(config)
+        self.core: CoreApi = core
+        self.lock = threading.RLock()
+        self.framer = Framer(config)
+        self.ports: list[NicPort] = []
+        self.linkmon: LinkMonitor | None = None
+        self.port_up: list[bool] = [True] * len(config.ports)
+        self.qlog: QlogWriter | None = (
+            QlogWriter(config.qlog_dir, config.name, self.t0) if config.qlog_dir else None
+        )
+        self._handlers: list[EventHandler] = []
+        self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._want = 0  # API threads waiting for the lock: the loop yields to them
+        self._next_metrics = self.t0 + config.metrics_interval
+        self.loop_error: BaseException | None = None
+        self.iterations = 0
+        self._monitor_links = monitor_links
+        try:
+            if ports is not None:
+                if len(ports) != len(config.ports):
+                    raise ValueError("one NicPort per configured port")
+                self.ports = list(ports)
+            else:
+                for p in config.ports:
+                    self.ports.append(
+                        NicPort(p.ifname, netns=config.netns, batch=config.rx_batch))
+            if monitor_links:
+                self.linkmon = LinkMonitor(config.netns)
+                state = self.linkmon.dump(p.ifname for p in config.ports)
+                self.port_up = [state.get(p.ifname, False) for p in config.ports]
+        except BaseException:
+            self.close()
+            raise
+        now = clock()
+        with self.lock:
+            for i, up in enumerate(self.port_up):
+                if not up:
+                    self.core.port_status(i, False, now)
+
+    # -- integration points for the API layer -----------------------------------------
+    def add_handler(self, handler: EventHandler) -> None:
+        """Receive every core event (Completion, AsyncEvent, ...) on the loop thread."""
+        self._handlers.append(handler)
+
+    def remove_handler(self, handler: EventHandler) -> None:
+        if handler in self._handlers:
+            self._handlers.remove(handler)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(*args)`` under the core lock (from any thread), then wake the loop."""
+        self._want += 1
+        try:
+            with self.lock:
+                result = fn(*args)
+                if threading.current_thread() is not self._thread:
+                    self._drain_events(self.clock())
+        finally:
+            self._want -= 1
+        self.wake()
+        return result
+
+    def wake(self) -> None:
+        try:
+            os.eventfd_write(self._wake_fd, 1)
+        except BlockingIOError:
+            pass  # counter saturated: the loop is awake anyway
+        except OSError:
+            pass  # closed during shutdown
+
+    def now(self) -> float:
+        return self.clock()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        """Run the loop in a daemon thread (library use)."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self.run, name=f"agent-{self.config.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop and close everything; idempotent."""
+        self._stop.set()
+        self.wake()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        self.close()
+
+    def close(self) -> None:
+        for port in self.ports:
+            port.close()
+        self.ports = []
+        if self.linkmon is not None:
+            self.linkmon.close()
+            self.linkmon = None
+        if self.qlog is not None:
+            self.qlog.close()
+        if self._wake_fd >= 0:
+            os.close(self._wake_fd)
+            self._wake_fd = -1
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+    # -- the loop ----------------------------------------------------------------------
+    def run(self) -> None:
+        """The event loop; returns when stop() is called. Exceptions are kept in loop_error."""
+        ep = select.epoll()
+        port_fds = {}
+        try:
+            for i, port in enumerate(self.ports):
+                ep.register(port.fileno(), select.EPOLLIN)
+                port_fds[port.fileno()] = i
+            ep.register(self._wake_fd, select.EPOLLIN)
+            if self.linkmon is not None:
+                ep.register(self.linkmon.fileno(), select.EPOLLIN)
+            while not self._stop.is_set():
+                with self.lock:
+                    timeout = self._wait_timeout(self.clock())
+                ready = ep.poll(timeout) if timeout != 0.0 else []
+                with self.lock:
+                    self._iteration(ready, self.clock())
+                if self._want:
+                    # Let an API thread that waits for the lock in before the next round.
+                    time.sleep(0)
+        except BaseException as exc:  # kept for the owner: the loop must not vanish silently
+            self.loop_error = exc
+            if self.qlog is not None:
+                self.qlog.event(None, "mrc:agent_error", {"error": repr(exc)}, self.clock())
+            raise
+        finally:
+            ep.close()
+            if self.qlog is not None:
+                self.qlog.flush()
+
+    def _wait_timeout(self, now: float) -> float:
+        deadline = self._next_metrics
+        timer = self.core.get_timer()
+        if timer is not None and timer < deadline:
+            deadline = timer
+        return max(0.0, deadline - now)
+
+    def _iteration(self, ready: list[tuple[int, int]], now: float) -> None:
+        self.iterations += 1
+        for fd, _mask in ready:
+            if fd == self._wake_fd:
+                try:
+                    os.eventfd_read(self._wake_fd)
+                except BlockingIOError:
+                    pass
+            elif self.linkmon is not None and fd == self.linkmon.fileno():
+                self._link_changes(now)
+        self._receive_all(now)
+        now = self.clock()
+        timer = self.core.get_timer()
+        if timer is not None and timer <= now:
+            self.core.handle_timer(now)
+        self._transmit(now)
+        self._drain_events(now)
+        if now >= self._next_metrics:
+            self._sample_metrics(now)
+
+    def _receive_all(self, now: float) -> None:
+        ports = self.ports
+        decode = self.framer.decode
+        receive = self.core.receive
+        budget = RX_BUDGET
+        busy = True
+        while busy and budget > 0:
+            busy = False
+            for index, port in enumerate(ports):
+                n = port.recv_batch()
+                if n == 0:
+                    continue
+                budget -= n
+                if n == port.batch:
+                    busy = True
+                views = port.views
+                lengths = port.lengths
+                for i in range(n):
+                    got = decode(views[i][: lengths[i]], index)
+                    if got is not None:
+                        receive(got[0], got[1], now)
+                now = self.clock()
+                self._transmit(now)
+
+    def _transmit(self, now: float) -> None:
+        pkts = self.core.packets_to_send(now)
+        if not pkts:
+            return
+        encode = self.framer.encode
+        view = self.framer.tx_view
+        ports = self.ports
+        for tx in pkts:
+            n = encode(tx)
+            if n:
+                ports[tx.port].send(view[:n])
+
+    def _link_changes(self, now: float) -> None:
+        assert self.linkmon is not None
+        names = {p.ifname: i for i, p in enumerate(self.config.ports)}
+        for name, up in self.linkmon.read():
+            i = names.get(name)
+            if i is None or self.port_up[i] == up:
+                continue
+            self.port_up[i] = up
+            self.core.port_status(i, up, now)
+            if self.qlog is not None:
+                self.qlog.event(None, "mrc:port_status", {"port": i, "ifname": name, "up": up},
+                                now)
+
+    def _drain_events(self, now: float) -> None:
+        next_event = self.core.next_event
+        handlers = self._handlers
+        qlog = self.qlog
+        while True:
+            ev = next_event()
+            if ev is None:
+                return
+            for h in handlers:
+                h(ev, now)
+            if qlog is not None:
+                rec = qlog_record(ev)
+                if rec is not None:
+                    qlog.event(rec[0], rec[1], rec[2], now)
+
+    def _sample_metrics(self, now: float) -> None:
+        self._next_metrics = now + self.config.metrics_interval
+        if self.qlog is None:
+            return
+        data: dict[str, Any] = {
+            "ports": [
+                {"ifname": p.ifname, "up": self.port_up[i], **_counters(p.counters)}
+                for i, p in enumerate(self.ports)
+            ],
+            "rx_drops": _counters(self.framer.rx),
+            "loop_iterations": self.iterations,
+        }
+        stats = getattr(self.core, "stats", None)
+        if callable(stats):
+            data["core"] = stats()
+        self.qlog.event(None, "mrc:metrics_sampled", data, now)
+        self.qlog.flush()
+
+
+def _counters(obj: object) -> dict[str, int]:
+    return {k: getattr(obj, k) for k in getattr(obj, "__slots__", ())}
