@@ -108,6 +108,7 @@ struct metadata_t {
     bit<1>  trimmable;
     bit<1>  routed;
     bit<1>  down;
+    bit<1>  decap;
     bit<16> hdr_bytes;       /* bytes of the header stack (trim length) */
     bit<16> l4_offset;       /* bytes from the start of the frame to the UDP header */
     bit<19> ecn_threshold;
@@ -129,6 +130,7 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_ipv6 {
         pkt.extract(hdr.ipv6);
+        verify(hdr.ipv6.version == 6, error.HeaderTooShort);
         meta.hdr_bytes = meta.hdr_bytes + 40;
         transition select(hdr.ipv6.next_hdr) {
             PROTO_ROUTING: parse_srh;
@@ -139,6 +141,9 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_srh {
         pkt.extract(hdr.srh);
+        /* at most MAX_SEGMENTS segments, and the length must agree with last_entry */
+        verify(hdr.srh.last_entry < MAX_SEGMENTS, error.StackOutOfBounds);
+        verify(hdr.srh.hdr_ext_len == (hdr.srh.last_entry + 1) * 2, error.HeaderTooShort);
         meta.hdr_bytes = meta.hdr_bytes + 8;
         transition parse_segment;
     }
@@ -159,6 +164,7 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
     }
     state parse_inner_ipv6 {
         pkt.extract(hdr.inner_ipv6);
+        verify(hdr.inner_ipv6.version == 6, error.HeaderTooShort);
         meta.hdr_bytes = meta.hdr_bytes + 40;
         transition select(hdr.inner_ipv6.next_hdr) {
             PROTO_UDP: parse_udp;
@@ -181,7 +187,7 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         meta.hdr_bytes = meta.hdr_bytes + 12;
         transition select(hdr.bth.opcode) {
             0xC6 &&& 0xFE: parse_meth;   /* Write First / Middle */
-            0xC8 &&& 0xF8: parse_meth;   /* Write Last .. Write Only with Immediate */
+            0xC8 &&& 0xFC: parse_meth;   /* Write Last .. Write Only with Immediate */
             default: accept;
         }
     }
@@ -245,7 +251,9 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
         hdr.ipv6.dst_addr = hdr.ipv6.dst_addr[127:96] ++ hdr.ipv6.dst_addr[79:0] ++ 16w0;
     }
     action usid_decap() {
-        /* End of the uSID path at this switch: pop the outer IPv6 (and SRH) */
+        /* End of the uSID path at this switch: pop the outer IPv6 (and SRH).
+           Without an inner header there is nothing to route: dropped in apply. */
+        meta.decap = 1;
         hdr.ipv6 = hdr.inner_ipv6;
         hdr.inner_ipv6.setInvalid();
         hdr.srh.setInvalid();
@@ -327,8 +335,14 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
             return;
         }
         if (my_usid.apply().hit) {
+            if (meta.decap == 1 && !hdr.ipv6.isValid()) {
+                drop_reason.count(DR_USID_ERROR);
+                mark_to_drop(sm);
+                return;
+            }
             if (hdr.ipv6.dst_addr[95:80] == 0 && hdr.srh.isValid()) {
-                if (hdr.srh.segments_left == 0) {
+                if (hdr.srh.segments_left == 0 ||
+                    hdr.srh.segments_left > hdr.srh.last_entry + 1) {
                     drop_reason.count(DR_USID_ERROR);
                     mark_to_drop(sm);
                     return;
@@ -364,6 +378,11 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
         }
         if (meta.routed == 0) {
             drop_reason.count(meta.ev_group != 0 ? DR_EV_MISS : DR_NO_ROUTE);
+            mark_to_drop(sm);
+            return;
+        }
+        if (sm.egress_spec == DROP_PORT) {
+            drop_reason.count(DR_NO_ROUTE);
             mark_to_drop(sm);
             return;
         }

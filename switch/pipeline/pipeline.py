@@ -1,51 +1,97 @@
 """Pipeline: the object a switch process feeds frames into.
 
-It holds the currently committed program (none until a P4Runtime client pushed a
-ForwardingPipelineConfig) and forwards ``process`` calls to it under a lock shared with the
-P4Runtime writers, so one data-plane thread and any number of control-plane threads can use it.
+It holds the committed program (none until a P4Runtime client pushed a
+ForwardingPipelineConfig) and runs it under a lock shared with the P4Runtime writers, so one
+data-plane thread and any number of control-plane threads can use it.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Protocol
 
-QDepthFn = Callable[[int, int], tuple[int, int]]
-"""qdepth(egress_port, priority) -> (packets, bytes) queued now, not counting this packet."""
+from common.p4schema.model import Program
+from switch.pipeline.mrc import MrcDataPath
+from switch.pipeline.ocs import OcsDataPath
+from switch.pipeline.pipeline_types import EgressPacket, QDepthFn
+from switch.pipeline.state import ProgramState
+
+__all__ = ["DataPath", "EgressPacket", "Pipeline", "QDepthFn"]
 
 
-@dataclass(slots=True)
-class EgressPacket:
-    """One packet the traffic manager should enqueue on ``port`` at ``priority`` (0..7)."""
+class DataPath(Protocol):
+    def process(
+        self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
+    ) -> list[EgressPacket]: ...
 
-    port: int
-    priority: int
-    data: bytes
-    trimmed: bool = False
-    ecn_marked: bool = False
+    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None: ...
+
+    def port_status_changed(self, port: int, up: bool) -> None: ...
 
 
 class Pipeline:
-    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers."""
+    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers.
 
-    def __init__(self) -> None:
+    ``clock`` is the clock ``now`` values given to process() come from (default
+    time.monotonic); the OCS program compares it with dark periods set by control-plane
+    writes.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.lock = threading.RLock()
+        self.clock = clock
+        self.program: Program | None = None
+        self.state: ProgramState | None = None
+        self.datapath: DataPath | None = None
+        self.port_up: dict[int, bool] = {}
         self.unconfigured_drops = 0
-        self._port_up: dict[int, bool] = {}
+
+    def commit(self, program: Program, state: ProgramState | None = None) -> ProgramState:
+        """Make ``program`` the running program, with fresh state unless one is given."""
+        with self.lock:
+            if state is None:
+                state = ProgramState.build(program)
+            state.port_up = self.port_up
+            datapath: DataPath
+            if program.name == "mrc_switch":
+                datapath = MrcDataPath(state)
+            elif program.name == "ocs":
+                datapath = OcsDataPath(state, self.clock)
+            else:
+                raise ValueError(f"no data path for program {program.name}")
+            for port, up in self.port_up.items():
+                datapath.port_status_changed(port, up)
+            self.program, self.state, self.datapath = program, state, datapath
+            return state
 
     def process(
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
     ) -> list[EgressPacket]:
-        """Parser, ingress, then egress at enqueue time; returns the packets to enqueue."""
+        """Parser, ingress, then egress at enqueue time; returns the packets to enqueue.
+
+        ``qdepth(port, priority)`` gives the (packets, bytes) queued on that port+priority;
+        egress decisions (ECN, trimming) use the packet count as v1model's enq_qdepth.
+        Drops of every kind are counted inside and return [].
+        """
         with self.lock:
-            self.unconfigured_drops += 1
-            return []
+            dp = self.datapath
+            if dp is None:
+                self.unconfigured_drops += 1
+                return []
+            return dp.process(frame, ingress_port, now, qdepth)
 
     def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
         """Count a traffic-manager tail drop on (port, priority) in the program's counters."""
+        with self.lock:
+            if self.datapath is not None:
+                self.datapath.count_tm_drop(port, priority, nbytes)
 
     def set_port_oper_status(self, port: int, up: bool) -> None:
-        """Record the physical/admin state of ``port`` (the program's port-status register)."""
+        """Record the physical/admin state of ``port`` (mrc_switch: the port_down register and
+        the watch ports of selector group members)."""
         with self.lock:
-            self._port_up[port] = up
+            self.port_up[port] = up
+            if self.datapath is not None:
+                self.datapath.port_status_changed(port, up)

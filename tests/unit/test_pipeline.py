@@ -1,0 +1,316 @@
+"""mrc_switch pipeline: routing, ECMP, structured EV, SRv6, classes, ECN, trimming, drops."""
+
+from __future__ import annotations
+
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
+from scapy.layers.l2 import Ether
+
+from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.p4schema.mrc_switch import DropReason
+from hosts.wire.enums import EvMode
+from hosts.wire.ev import ev_subfield, ev_to_fields, usid_shift
+from switch.pipeline import Pipeline
+from switch.pipeline.control import DELETE, INSERT, table_write
+from switch.pipeline.state import Entry
+from tests.unit.pipeline_helpers import (
+    MRC,
+    SW_MAC,
+    add,
+    add_ecmp_group,
+    add_route,
+    call,
+    empty_queues,
+    frame,
+    ip6,
+    mrc_pipeline,
+    nexthop,
+    srv6_frame,
+)
+
+
+def drops(state: object, reason: int) -> int:
+    return state.counter("MrcIngress.drop_reason").packets[reason]  # type: ignore[attr-defined]
+
+
+def crc16_arc_bitwise(data: bytes) -> int:
+    """Independent bit-by-bit CRC-16/ARC (reflected 0x8005, init 0)."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+def test_unconfigured_pipeline_drops_and_counts() -> None:
+    pipe = Pipeline()
+    assert pipe.process(frame(), 1, 0.0, empty_queues) == []
+    assert pipe.unconfigured_drops == 1
+
+
+def test_lpm_longest_prefix_wins_and_rewrites_l2_and_hop_limit() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "2001:db8::", 32, nexthop(1))
+    add_route(state, "2001:db8:2::", 48, nexthop(2))
+    out = pipe.process(frame(dst="2001:db8:2::7", hlim=9), 5, 0.0, empty_queues)
+    assert [p.port for p in out] == [2]
+    pkt = Ether(out[0].data)
+    assert pkt[IPv6].hlim == 8
+    assert pkt.src == "02:00:00:00:00:99" and int(pkt.dst.replace(":", ""), 16) == 0x0200000000A2
+    assert pipe.process(frame(dst="2001:db8:3::1"), 5, 0.0, empty_queues)[0].port == 1
+    assert pipe.process(frame(dst="2001:db9::1"), 5, 0.0, empty_queues) == []
+    assert drops(state, DropReason.NO_ROUTE) == 1
+    assert SW_MAC
+
+
+def test_ecmp_member_is_crc16_of_selector_fields_modulo_members() -> None:
+    pipe, state = mrc_pipeline()
+    ports = [3, 1, 4, 2]
+    add_ecmp_group(state, 7, ports)
+    add_route(state, "2001:db8:2::", 48, call("MrcIngress.route_ecmp", 7))
+    ordered = [p for _, p in sorted((7 * 100 + p, p) for p in ports)]  # by member id
+    seen = set()
+    for sport in range(1000, 1200):
+        raw = frame(sport=sport, flow_label=sport * 7 & 0xFFFFF)
+        ip = Ether(raw)[IPv6]
+        key_int = (
+            (ip6(ip.src) << 188) | (ip6(ip.dst) << 60) | (ip.fl << 40) | (ip.nh << 32)
+            | (sport << 16) | 4791
+        ) << 4
+        expected = ordered[crc16_arc_bitwise(key_int.to_bytes(40, "big")) % len(ports)]
+        out = pipe.process(raw, 9, 0.0, empty_queues)
+        assert out[0].port == expected
+        assert pipe.process(raw, 9, 0.0, empty_queues)[0].port == expected  # flow stays
+        seen.add(expected)
+    assert seen == set(ports)
+
+
+def test_watch_port_down_removes_member_and_port_down_drops_direct_routes() -> None:
+    pipe, state = mrc_pipeline()
+    add_ecmp_group(state, 1, [1, 2], watch=True)
+    add_route(state, "2001:db8:2::", 48, call("MrcIngress.route_ecmp", 1))
+    add_route(state, "2001:db8:3::", 48, nexthop(2))
+    pipe.set_port_oper_status(2, False)
+    ports = {pipe.process(frame(sport=s), 9, 0.0, empty_queues)[0].port for s in range(50)}
+    assert ports == {1}
+    assert pipe.process(frame(dst="2001:db8:3::1"), 9, 0.0, empty_queues) == []
+    assert drops(state, DropReason.PORT_DOWN) == 1
+    assert state.register("MrcIngress.port_down").read(2) == 1
+    pipe.set_port_oper_status(2, True)
+    assert pipe.process(frame(dst="2001:db8:3::1"), 9, 0.0, empty_queues)[0].port == 2
+
+
+def test_structured_ev_uplink_is_named_by_the_tier_subfield() -> None:
+    pipe, state = mrc_pipeline()
+    # T0 field: 8 bits at the EV's MSB offset 8 -> shift = 32 - 8 - 8 = 16, mask 0xFF
+    msb_offset, width = 8, 8
+    shift = 32 - msb_offset - width
+    uplinks = {v: 10 + v for v in range(4)}
+    for value, port in uplinks.items():
+        add(state, "MrcIngress.ev_uplink", (5, value), nexthop(port))
+    add_route(state, "2001:db8:2::", 48, call("MrcIngress.route_ev", 5, shift, 0xFF, 0))
+    for ev in [0x00000000, 0x00010000, 0x12020034, 0xFF03FFFF, 0x00030001]:
+        sport, fl = ev_to_fields(EvMode.STRUCTURED, ev)
+        out = pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues)
+        assert out[0].port == uplinks[ev_subfield(ev, msb_offset, width)]
+    sport, fl = ev_to_fields(EvMode.STRUCTURED, 0x00090000)  # field value 9: no uplink
+    assert pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues) == []
+    assert drops(state, DropReason.EV_MISS) == 1
+
+
+def test_structured_ev_falls_back_to_ecmp_when_its_uplink_is_down() -> None:
+    pipe, state = mrc_pipeline()
+    add(state, "MrcIngress.ev_uplink", (5, 1), nexthop(11))
+    add_ecmp_group(state, 2, [12, 13])
+    add_route(state, "2001:db8:2::", 48, call("MrcIngress.route_ev", 5, 16, 0xFF, 2))
+    sport, fl = ev_to_fields(EvMode.STRUCTURED, 0x00010000)
+    assert pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues)[0].port == 11
+    pipe.set_port_oper_status(11, False)
+    out = pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues)
+    assert out[0].port in (12, 13)
+    assert Ether(out[0].data)[IPv6].hlim == 63  # decremented once
+
+
+def test_srv6_usid_shift_and_forward_then_srh_segment_then_decap() -> None:
+    pipe, state = mrc_pipeline()
+    block = "fc00:0:"
+    add(state, "MrcIngress.my_usid", ((ip6(block + "100::"), 48),), call("MrcIngress.usid_shift"))
+    add_route(state, block + "200::", 48, nexthop(4))
+    container = block + "100:200:300::"
+    out = pipe.process(srv6_frame(container), 1, 0.0, empty_queues)
+    assert out[0].port == 4
+    shifted = usid_shift(ip6(container).to_bytes(16, "big"))
+    assert ip6(Ether(out[0].data)[IPv6].dst) == int.from_bytes(shifted, "big")
+    # container exhausted after the shift: the next SRH segment becomes the destination
+    # (RFC 8754: segments_left is decremented, then Segment List[segments_left] is loaded;
+    # Segment List[0] is the final segment, listed first on the wire)
+    add_route(state, "fc00:0:600::", 48, nexthop(6))
+    raw = srv6_frame(block + "100::", segments=["fc00:0:600::", "fc00:0:500::"], segments_left=1)
+    out = pipe.process(raw, 1, 0.0, empty_queues)
+    assert out[0].port == 6
+    pkt = Ether(out[0].data)
+    assert pkt[IPv6].dst == "fc00:0:600::" and pkt[IPv6ExtHdrSegmentRouting].segleft == 0
+    # decap: pops the outer header and routes on the inner destination
+    add(state, "MrcIngress.my_usid", ((ip6("fc00:0:700::"), 48),), call("MrcIngress.usid_decap"))
+    add_route(state, "2001:db8:2::", 48, nexthop(7))
+    out = pipe.process(srv6_frame("fc00:0:700::"), 1, 0.0, empty_queues)
+    pkt = Ether(out[0].data)
+    assert out[0].port == 7 and pkt[IPv6].dst == "2001:db8:2::1" and pkt[IPv6].nh == 17
+    assert pkt[UDP].dport == 4791
+
+
+def test_dscp_class_sets_priority_and_counts_per_port_and_class() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "2001:db8:2::", 48, nexthop(2))
+    for cls, class_id in ((TrafficClass.CONTROL, 5), (TrafficClass.TRIMMABLE, 1)):
+        add(state, "MrcIngress.dscp_class", (DEFAULT_CLASSES.dscp[cls],),
+            call("MrcIngress.set_class", class_id, DEFAULT_CLASSES.priority[cls], 0))
+    ctl = pipe.process(frame(dscp=DEFAULT_CLASSES.dscp[TrafficClass.CONTROL]), 3, 0.0,
+                       empty_queues)
+    data = pipe.process(frame(dscp=DEFAULT_CLASSES.dscp[TrafficClass.TRIMMABLE]), 3, 0.0,
+                        empty_queues)
+    other = pipe.process(frame(dscp=0), 3, 0.0, empty_queues)
+    assert [ctl[0].priority, data[0].priority, other[0].priority] == [7, 1, 0]
+    rx = state.counter("MrcIngress.rx_port_class")
+    tx = state.counter("MrcEgress.tx_port_class")
+    assert rx.packets[3 * 8 + 5] == 1 and rx.packets[3 * 8 + 1] == 1 and rx.packets[3 * 8] == 1
+    assert tx.packets[2 * 8 + 5] == 1 and tx.bytes[2 * 8 + 5] == len(ctl[0].data)
+
+
+def _congested_port(state: object, last_hop: int) -> None:
+    trimmed = DEFAULT_CLASSES.dscp[TrafficClass.TRIMMED_LASTHOP if last_hop
+                                   else TrafficClass.TRIMMED]
+    add(state, "MrcEgress.port_config", (2,),  # type: ignore[arg-type]
+        call("MrcEgress.set_port_params", 4, 10, last_hop, trimmed, 6))
+    add(state, "MrcIngress.dscp_class", (10,),  # type: ignore[arg-type]
+        call("MrcIngress.set_class", 1, 1, 1))
+    add(state, "MrcIngress.dscp_class", (26,),  # type: ignore[arg-type]
+        call("MrcIngress.set_class", 2, 1, 0))
+
+
+def test_ecn_marks_over_threshold_except_last_hop_and_not_ect() -> None:
+    for last_hop in (0, 1):
+        pipe, state = mrc_pipeline()
+        add_route(state, "2001:db8:2::", 48, nexthop(2))
+        _congested_port(state, last_hop)
+
+        def depth(n: int):
+            return lambda port, prio: (n, n * 1000)
+
+        below = pipe.process(frame(dscp=26), 1, 0.0, depth(3))[0]
+        above = pipe.process(frame(dscp=26), 1, 0.0, depth(4))[0]
+        not_ect = pipe.process(frame(dscp=26, ecn=0), 1, 0.0, depth(9))[0]
+        assert not below.ecn_marked and Ether(below.data)[IPv6].tc & 3 == 1
+        assert above.ecn_marked == (last_hop == 0)
+        assert Ether(above.data)[IPv6].tc & 3 == (1 if last_hop else 3)
+        assert not not_ect.ecn_marked and Ether(not_ect.data)[IPv6].tc & 3 == 0
+        assert state.counter("MrcEgress.ecn_port_queue").packets[2 * 8 + 1] == (1 - last_hop)
+        assert state.register("MrcEgress.max_qdepth").read(2 * 8 + 1) == 9
+
+
+def test_trimming_cuts_to_header_stack_fixes_lengths_and_rewrites_dscp() -> None:
+    for last_hop, opcode, tsh in ((0, 0xCA, False), (1, 0xCB, True)):
+        pipe, state = mrc_pipeline()
+        add_route(state, "2001:db8:2::", 48, nexthop(2))
+        _congested_port(state, last_hop)
+        raw = frame(dscp=10, payload=4000, opcode=opcode, tsh=tsh)
+        out = pipe.process(raw, 1, 0.0, lambda port, prio: (10, 40000))[0]
+        ext = 4 + (4 if tsh else 0) + 16 + (4 if opcode == 0xCB else 0)
+        assert out.trimmed and not out.ecn_marked and out.priority == 6
+        assert len(out.data) == 14 + 40 + 8 + 12 + ext
+        pkt = Ether(out.data)
+        assert pkt[IPv6].plen == len(out.data) - 54
+        assert pkt[UDP].len == len(out.data) - 54 and pkt[UDP].chksum == 0
+        want = TrafficClass.TRIMMED_LASTHOP if last_hop else TrafficClass.TRIMMED
+        assert pkt[IPv6].tc >> 2 == DEFAULT_CLASSES.dscp[want]
+        assert out.data[54 + 8:] == raw[54 + 8:54 + 8 + 12 + ext]  # MRC headers intact
+        assert state.counter("MrcEgress.trim_port_queue").packets[2 * 8 + 1] == 1
+        # not trimmable (NO_TRIM) or below the threshold: untouched length
+        no_trim = frame(dscp=26, payload=4000, opcode=opcode, tsh=tsh)
+        assert len(pipe.process(no_trim, 1, 0.0, lambda p, q: (10, 0))[0].data) == len(raw)
+        assert not pipe.process(raw, 1, 0.0, lambda p, q: (9, 0))[0].trimmed
+
+
+def test_trimming_an_srv6_packet_fixes_outer_and_inner_lengths() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "fc00:0:100::", 48, nexthop(2))
+    _congested_port(state, 0)
+    out = pipe.process(srv6_frame("fc00:0:100::", payload=3000), 1, 0.0,
+                       lambda p, q: (50, 0))[0]
+    pkt = Ether(out.data)
+    assert out.trimmed and len(out.data) == 14 + 40 + 40 + 8 + 12 + 20
+    assert pkt[IPv6].plen == len(out.data) - 54
+    inner = pkt[IPv6].payload
+    assert isinstance(inner, IPv6) and inner.plen == len(out.data) - 94
+    assert inner.tc >> 2 == DEFAULT_CLASSES.dscp[TrafficClass.TRIMMED]
+
+
+def test_malformed_frames_are_counted_and_dropped_and_forwarding_continues() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "2001:db8:2::", 48, nexthop(2))
+    good = frame()
+    bad_plen = bytearray(good)
+    bad_plen[18:20] = (len(good)).to_bytes(2, "big")  # claims more than the frame holds
+    bad_udp = bytearray(good)
+    bad_udp[58:60] = (3).to_bytes(2, "big")  # UDP length < 8
+    cases = {
+        DropReason.PARSE_ERROR: [good[:10], good[:40], good[:60], good[:70], b"\x00" * 13,
+                                 good[:12] + b"\x86\xdd" + b"\x45" * 60],
+        DropReason.BAD_LENGTH: [bytes(bad_plen), bytes(bad_udp)],
+        DropReason.NOT_IPV6: [good[:12] + b"\x08\x00" + good[14:], bytes(60)],
+        DropReason.HOP_LIMIT: [frame(hlim=1), frame(hlim=0)],
+    }
+    for reason, frames in cases.items():
+        for f in frames:
+            assert pipe.process(f, 1, 0.0, empty_queues) == [], (reason, f[:20].hex())
+        assert drops(state, reason) == len(frames), reason
+    assert pipe.process(good, 1, 0.0, empty_queues)[0].port == 2
+
+
+def test_random_garbage_never_crashes() -> None:
+    import random
+
+    rng = random.Random(7)
+    pipe, state = mrc_pipeline()
+    add_route(state, "::", 1, nexthop(2))
+    add_route(state, "8000::", 1, nexthop(3))
+    good = frame(payload=64)
+    for i in range(3000):
+        if i % 2:
+            f = bytearray(good)
+            for _ in range(rng.randint(1, 6)):
+                f[rng.randrange(len(f))] = rng.randrange(256)
+            f = f[: rng.randint(0, len(f))]
+        else:
+            f = bytearray(rng.randbytes(rng.randint(0, 200)))
+        out = pipe.process(bytes(f), 1, 0.0, empty_queues)
+        assert len(out) <= 1
+    total = sum(state.counter("MrcIngress.drop_reason").packets)
+    forwarded = sum(state.counter("MrcEgress.tx_port_class").packets)
+    assert total + forwarded == 3000
+
+
+def test_tm_drops_are_counted_per_port_and_queue() -> None:
+    pipe, state = mrc_pipeline()
+    pipe.count_tm_drop(3, 1, 1500)
+    pipe.count_tm_drop(3, 1, 500)
+    c = state.counter("MrcEgress.drop_port_queue")
+    assert (c.packets[3 * 8 + 1], c.bytes[3 * 8 + 1]) == (2, 2000)
+    assert drops(state, DropReason.TM_DROP) == 2
+
+
+def test_table_write_undo_restores_lookup_state() -> None:
+    pipe, state = mrc_pipeline()
+    table = state.table("MrcIngress.ipv6_route")
+    entry = Entry(key=((ip6("2001:db8:2::"), 48),), action=nexthop(2))
+    undo = table_write(state, INSERT, table, entry)
+    assert pipe.process(frame(), 1, 0.0, empty_queues)[0].port == 2
+    undo()
+    assert pipe.process(frame(), 1, 0.0, empty_queues) == []
+    table_write(state, INSERT, table, entry)
+    undo = table_write(state, DELETE, table, entry)
+    assert pipe.process(frame(), 1, 0.0, empty_queues) == []
+    undo()
+    assert pipe.process(frame(), 1, 0.0, empty_queues)[0].port == 2
+    assert MRC.name == "mrc_switch"
