@@ -89,11 +89,14 @@ __all__ = [
     "QpState",
     "QpType",
     "RecvWR",
+    "RemoteQp",
     "RetryAttr",
     "SendWR",
     "WcOpcode",
     "WcStatus",
     "WrOpcode",
+    "connect_qp",
+    "init_qp",
     "open_device",
 ]
 
@@ -476,3 +479,46 @@ class Context:
 def open_device(agent: Agent) -> Context:
     """Open the MRC device of ``agent`` (library use: the agent runs in this process)."""
     return Context(agent)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteQp:
+    """What the peer tells out of band to connect: its QPN and its GID on every plane."""
+
+    qpn: int
+    gids: tuple[bytes, ...]
+
+
+INIT_MASK = QpAttrMask.STATE | QpAttrMask.HINT | QpAttrMask.EV_PROFILE | QpAttrMask.CC_PROFILE
+RTR_MASK = (QpAttrMask.STATE | QpAttrMask.MPR_DEST | QpAttrMask.MAX_WIMM_DEST
+            | QpAttrMask.DEST_QPN | QpAttrMask.DEST_GIDS | QpAttrMask.RQ_PSN)
+RTS_MASK = (QpAttrMask.STATE | QpAttrMask.MPR | QpAttrMask.MAX_WIMM | QpAttrMask.RETRY
+            | QpAttrMask.TIMEOUT | QpAttrMask.SQ_PSN)
+
+
+def _step(base: QpAttr, state: QpState, remote: RemoteQp | None) -> QpAttr:
+    return QpAttr(
+        qp_state=state, qp_hint=base.qp_hint, ev_profile_id=base.ev_profile_id,
+        cc_profile_id=base.cc_profile_id, mpr_dest=base.mpr_dest,
+        max_wimm_dest=base.max_wimm_dest, mpr=base.mpr, max_wimm=base.max_wimm,
+        retry=base.retry, timeout=base.timeout,
+        dest_qpn=remote.qpn if remote else 0, dest_gids=remote.gids if remote else (),
+        rq_psn=base.rq_psn, sq_psn=base.sq_psn, path_mtu=base.path_mtu,
+    )
+
+
+def init_qp(qp: QP, attr: QpAttr | None = None) -> None:
+    """Convenience (not in mrc.h): RESET -> INIT with hint, EV and CC profile from ``attr``.
+    Receives for WriteImm may be posted from INIT on, before the peer is known."""
+    qp.modify(_step(attr if attr is not None else QpAttr(), QpState.INIT, None), INIT_MASK)
+
+
+def connect_qp(qp: QP, remote: RemoteQp, attr: QpAttr | None = None) -> None:
+    """Convenience (not in mrc.h): (RESET ->) INIT -> RTR -> RTS with the attributes each
+    transition needs (INIT: hint, EV and CC profile; RTR: mpr_dest, max_wimm_dest, peer QPN and
+    GIDs; RTS: mpr, max_wimm, retry, timeout), taken from ``attr`` (defaults: QpAttr())."""
+    base = attr if attr is not None else QpAttr()
+    if qp.query().qp_state == QpState.RESET:
+        init_qp(qp, base)
+    qp.modify(_step(base, QpState.RTR, remote), RTR_MASK)
+    qp.modify(_step(base, QpState.RTS, remote), RTS_MASK)

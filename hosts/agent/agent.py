@@ -149,6 +149,11 @@ class Agent:
                                         daemon=True)
         self._thread.start()
 
+    def request_stop(self) -> None:
+        """Ask the loop to return (any thread, signal handlers included); no waiting."""
+        self._stop.set()
+        self.wake()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the loop and close everything; idempotent."""
         self._stop.set()

@@ -1,0 +1,89 @@
+"""``python -m hosts.agent --config FILE.json``: run a host agent, optionally with apps.
+
+The loop runs in the main thread; each app of the config runs in its own thread with an open
+device context (``function(context, args) -> int``). With apps, the agent exits when all of
+them have returned (exit status: the largest app status, 1 for an app that raised); without
+apps it runs until SIGTERM/SIGINT. It prints ``agent NAME ready`` (flushed) once its ports are
+open, which is what orchestrators wait for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from hosts.agent.agent import Agent
+from hosts.agent.config import AppConfig, ConfigError, load_config
+
+
+def _resolve(target: str) -> Callable[..., Any]:
+    module_name, _, func_name = target.partition(":")
+    module = importlib.import_module(module_name)
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise ConfigError(f"app target {target!r}: {func_name!r} is not a function of "
+                          f"{module_name}")
+    return fn  # type: ignore[no-any-return]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hosts.agent", description=__doc__)
+    parser.add_argument("--config", required=True, help="agent configuration (JSON)")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+        apps = [(a, _resolve(a.target)) for a in config.apps]
+    except (ConfigError, ImportError) as exc:
+        print(f"agent: {exc}", file=sys.stderr)
+        return 2
+    from hosts.api import open_device
+
+    agent = Agent(config)
+    statuses: dict[int, int] = {}
+    remaining = [len(apps)]
+    lock = threading.Lock()
+
+    def run_app(i: int, app: AppConfig, fn: Callable[..., Any]) -> None:
+        status = 1
+        try:
+            ctx = open_device(agent)
+            try:
+                status = int(fn(ctx, dict(app.args)) or 0)
+            finally:
+                ctx.close()
+        except Exception:
+            traceback.print_exc()
+        with lock:
+            statuses[i] = status
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                agent.request_stop()
+
+    signal.signal(signal.SIGTERM, lambda *_: agent.request_stop())
+    signal.signal(signal.SIGINT, lambda *_: agent.request_stop())
+    threads = [
+        threading.Thread(target=run_app, args=(i, app, fn), name=f"app-{i}", daemon=True)
+        for i, (app, fn) in enumerate(apps)
+    ]
+    print(f"agent {config.name} ready", flush=True)
+    for t in threads:
+        t.start()
+    try:
+        agent.run()
+    finally:
+        agent.stop()
+    for i, (app, _fn) in enumerate(apps):
+        print(f"app {app.target}: exit {statuses.get(i, 'not finished')}", flush=True)
+    if len(statuses) < len(apps):
+        return 1
+    return max(statuses.values(), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""Applications the agent can start (``"apps"`` in its config): a bulk Write source and sink.
+
+Both use only the public API (hosts.api). Connection setup is out of band, as in MRC: each
+side writes ``OOB_DIR/NAME.json`` ({qpn, gids, addr, rkey, length}) atomically and waits for
+its peer's file. The writer moves ``size`` bytes generated from ``seed`` in WRs of ``chunk``
+bytes with up to ``depth`` outstanding; the last WR is a WriteImm, whose receive completion
+tells the sink the data is complete. Each side writes a JSON result file:
+
+- writer: {"bytes", "seconds" (first post -> last completion), "goodput_bps", "errors"}
+- sink: {"bytes", "sha256" of the whole buffer, "seconds", "imm"}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from hosts.api import (
+    CQ,
+    MR,
+    QP,
+    Access,
+    Context,
+    QpAttr,
+    QpInitAttr,
+    QpType,
+    RecvWR,
+    RemoteQp,
+    RetryAttr,
+    SendWR,
+    WcStatus,
+    WrOpcode,
+    connect_qp,
+    init_qp,
+)
+
+DONE_IMM = 0xD0E
+
+
+def pattern(size: int, seed: int) -> bytearray:
+    """The writer's data: reproducible, so a test can check the sink's hash independently."""
+    return bytearray(random.Random(seed).randbytes(size))
+
+
+def _publish(oob: Path, name: str, info: dict[str, Any]) -> None:
+    oob.mkdir(parents=True, exist_ok=True)
+    tmp = oob / f".{name}.json.tmp"
+    tmp.write_text(json.dumps(info))
+    os.replace(tmp, oob / f"{name}.json")
+
+
+def _await_peer(oob: Path, peer: str, timeout: float) -> dict[str, Any]:
+    path = oob / f"{peer}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            info: dict[str, Any] = json.loads(path.read_text())
+            return info
+        time.sleep(0.01)
+    raise TimeoutError(f"peer {peer!r} did not publish {path} within {timeout} s")
+
+
+def _qp_attr(args: dict[str, Any]) -> QpAttr:
+    return QpAttr(
+        mpr=int(args.get("mpr", 8)), mpr_dest=int(args.get("mpr", 8)),
+        timeout=int(args.get("timeout", 14)),
+        retry=RetryAttr(linear_cnt=int(args.get("linear_cnt", 7)),
+                        exp_cnt=int(args.get("exp_cnt", 25))),
+    )
+
+
+def _setup(ctx: Context, args: dict[str, Any], buf: bytearray) -> tuple[QP, CQ, MR, Path]:
+    qp_type = QpType(str(args.get("qp_type", "MRC")))
+    cq = ctx.create_cq(int(args.get("cqe", 65536)))
+    qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=qp_type))
+    mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+    init_qp(qp, _qp_attr(args))
+    if args.get("post_recv"):
+        qp.post_recv(RecvWR(wr_id=1))  # before the peer can know us: no WriteImm without it
+    gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
+    oob = Path(str(args["oob_dir"]))
+    _publish(oob, str(args["name"]),
+             {"qpn": qp.qpn, "gids": gids, "addr": mr.addr, "rkey": mr.rkey,
+              "length": mr.length})
+    return qp, cq, mr, oob
+
+
+def _write_result(args: dict[str, Any], result: dict[str, Any]) -> None:
+    path = Path(str(args["result"]))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, path)
+
+
+def sink(ctx: Context, args: dict[str, Any]) -> int:
+    """Receive ``size`` bytes; done when the writer's WriteImm completes a posted receive."""
+    size = int(args["size"])
+    timeout = float(args.get("timeout", 120))
+    buf = bytearray(size)
+    qp, cq, _mr, oob = _setup(ctx, {**args, "post_recv": True}, buf)
+    peer = _await_peer(oob, str(args["peer"]), timeout)
+    connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
+               _qp_attr(args))
+    start = time.monotonic()
+    wcs = cq.wait(1, timeout)
+    elapsed = time.monotonic() - start
+    if not wcs or wcs[0].status != WcStatus.SUCCESS:
+        _write_result(args, {"error": f"no WriteImm completion: {wcs!r}"})
+        return 1
+    _write_result(args, {"bytes": size, "sha256": hashlib.sha256(buf).hexdigest(),
+                         "seconds": elapsed, "imm": wcs[0].imm})
+    return 0
+
+
+def writer(ctx: Context, args: dict[str, Any]) -> int:
+    """Write ``size`` bytes of pattern(size, seed) to the peer's buffer, ``depth`` WRs deep."""
+    size = int(args["size"])
+    chunk = int(args.get("chunk", 1 << 20))
+    depth = int(args.get("depth", 8))
+    timeout = float(args.get("timeout", 120))
+    data = pattern(size, int(args.get("seed", 1)))
+    qp, cq, mr, oob = _setup(ctx, args, data)
+    peer = _await_peer(oob, str(args["peer"]), timeout)
+    if int(peer["length"]) < size:
+        _write_result(args, {"error": f"peer buffer {peer['length']} < {size}"})
+        return 1
+    connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
+               _qp_attr(args))
+    offsets = list(range(0, size, chunk))
+    posted = done = 0
+    errors: list[str] = []
+    start = time.monotonic()
+    deadline = start + timeout
+    while done < len(offsets) and time.monotonic() < deadline:
+        while posted < len(offsets) and posted - done < depth:
+            off = offsets[posted]
+            length = min(chunk, size - off)
+            last = posted == len(offsets) - 1
+            qp.post_send(SendWR(
+                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last else WrOpcode.WRITE,
+                local_addr=mr.addr + off, length=length, lkey=mr.lkey,
+                remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
+                imm=DONE_IMM if last else 0))
+            posted += 1
+        wcs = cq.wait(1, max(0.0, deadline - time.monotonic())) + cq.poll(depth)
+        for wc in wcs:
+            done += 1
+            if wc.status != WcStatus.SUCCESS:
+                errors.append(f"wr {wc.wr_id}: {wc.status.value}")
+        if errors:
+            break
+    elapsed = time.monotonic() - start
+    ok = done == len(offsets) and not errors
+    _write_result(args, {"bytes": size if ok else 0, "seconds": elapsed,
+                         "goodput_bps": size * 8 / elapsed if ok and elapsed > 0 else 0.0,
+                         "errors": errors, "completed_wrs": done})
+    return 0 if ok else 1
