@@ -1,0 +1,247 @@
+"""What the controller programs into each switch, per path mode, as pure data.
+
+``switch_tables(topo, mode)`` returns one ``SwitchTables`` per packet-fabric switch, shaped
+after the tables of p4/mrc_switch.p4 (common/p4schema/mrc_switch.py):
+
+- ``routes`` (MrcIngress.ipv6_route, LPM): one /128 per destination host GID of the plane;
+  action ``SetNextHop`` (one next hop), ``RouteEcmp`` (several; ECMP mode and SRv6 inner
+  routing) or ``RouteEv`` (several; Structured-EV mode: field = (EV >> shift) & mask, looked up
+  in the EV group, ``fallback`` ECMP group on a miss). SRv6 mode adds a /48 per other switch's
+  locator.
+- ``ecmp_groups`` (MrcIngress.ecmp + selector) and ``ev_groups`` (MrcIngress.ev_uplink):
+  group id -> members; an ECMP group and the EV group over the same next hops share the id.
+- ``usid_entries`` (MrcIngress.my_usid, SRv6 only): ``<block>:<my uSID>::/48`` -> shift and
+  the longer ``<block>:<my uSID>:0::/64`` -> decapsulate (my uSID is the last one).
+- ``port_config`` (MrcEgress.port_config): ECN and trim thresholds in packets, last-hop flag
+  (ports facing hosts: no ECN, trims become TRIMMED_LASTHOP), trim DSCP and priority.
+- ``dscp_classes`` (MrcIngress.dscp_class): DSCP -> class id, priority, trimmable.
+
+The 32-bit EV a switch sees in Structured-EV mode is ``flow_label[15:0] << 16 | udp_sport``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass, field
+from functools import cache
+
+from common.classes import TrafficClass
+from topologies.addressing import host_gid, locator, mac, usid_of
+from topologies.evlayout import STEV_BITS, EvLayout, ev_layout
+from topologies.model import FabricKind, NodeKind, PathMode, Topology
+from topologies.paths import Hop, base_rtt, next_hops
+
+QDEPTH_MAX = (1 << 19) - 1  # v1model enq_qdepth width: this threshold never fires
+CLASS_IDS = {cls: i for i, cls in enumerate(TrafficClass)}
+TRIMMABLE = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
+
+
+@dataclass(frozen=True, slots=True)
+class NextHop:
+    port: int
+    smac: str
+    dmac: str
+    peer: str  # informational: the neighbour's name
+
+
+@dataclass(frozen=True, slots=True)
+class SetNextHop:
+    nexthop: NextHop
+
+
+@dataclass(frozen=True, slots=True)
+class RouteEcmp:
+    group: int
+
+
+@dataclass(frozen=True, slots=True)
+class RouteEv:
+    group: int
+    shift: int
+    mask: int
+    fallback: int  # ECMP group used when the field value has no entry
+
+
+RouteAction = SetNextHop | RouteEcmp | RouteEv
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    prefix: ipaddress.IPv6Network
+    action: RouteAction
+    destination: str  # 'host:port' or the switch whose locator this is
+
+
+@dataclass(frozen=True, slots=True)
+class UsidEntry:
+    prefix: ipaddress.IPv6Network
+    action: str  # "shift" | "decap"
+
+
+@dataclass(frozen=True, slots=True)
+class PortConfig:
+    ecn_threshold: int  # packets queued (enq_qdepth) at or above which ECN-capable packets get CE
+    trim_threshold: int  # packets queued at or above which trimmable packets are trimmed
+    last_hop: bool
+    trim_dscp: int
+    trim_priority: int
+
+
+@dataclass(frozen=True, slots=True)
+class DscpClass:
+    dscp: int
+    traffic_class: TrafficClass
+    class_id: int
+    priority: int
+    trimmable: bool
+
+
+@dataclass(frozen=True)
+class SwitchTables:
+    switch: str
+    plane: int
+    tier: int
+    mode: PathMode
+    usid: int
+    locator: ipaddress.IPv6Network
+    routes: tuple[Route, ...]
+    ecmp_groups: dict[int, tuple[NextHop, ...]]
+    ev_groups: dict[int, dict[int, NextHop]]
+    usid_entries: tuple[UsidEntry, ...]
+    port_config: dict[int, PortConfig]
+    dscp_classes: tuple[DscpClass, ...] = field(default=())
+
+    def lookup(self, addr: ipaddress.IPv6Address) -> Route | None:
+        """Longest-prefix match in ``routes`` (a reference for tests and path tracing)."""
+        best: Route | None = None
+        for route in self.routes:
+            if addr in route.prefix and (
+                best is None or route.prefix.prefixlen > best.prefix.prefixlen
+            ):
+                best = route
+        return best
+
+    def usid_lookup(self, addr: ipaddress.IPv6Address) -> UsidEntry | None:
+        best: UsidEntry | None = None
+        for entry in self.usid_entries:
+            if addr in entry.prefix and (
+                best is None or entry.prefix.prefixlen > best.prefix.prefixlen
+            ):
+                best = entry
+        return best
+
+
+def _nexthop(topo: Topology, sw: str, hop: Hop) -> NextHop:
+    return NextHop(hop.port, mac(topo, sw, hop.port), mac(topo, hop.peer, hop.peer_port), hop.peer)
+
+
+def dscp_classes(topo: Topology) -> tuple[DscpClass, ...]:
+    cm = topo.fabric.classes
+    return tuple(
+        DscpClass(cm.dscp[c], c, CLASS_IDS[c], cm.priority[c], c in TRIMMABLE) for c in TrafficClass
+    )
+
+
+def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
+    """Thresholds of one egress port from the BDP of its link (rate x base RTT)."""
+    link = topo.link_at(sw, port)
+    assert link is not None
+    last_hop = topo.node(topo.peer(sw, port).node).kind in (NodeKind.HOST, NodeKind.GPU)
+    qpk = link.params.queue_packets
+    th = topo.fabric.thresholds
+    cm = topo.fabric.classes
+    if link.params.rate_bps > 0:
+        bdp_packets = link.params.rate_bps * base_rtt(topo) / 8 / topo.fabric.mtu
+
+        def pk(frac: float) -> int:
+            return max(1, min(qpk - 1, math.ceil(frac * bdp_packets)))
+    else:
+
+        def pk(frac: float) -> int:
+            return max(1, qpk - 1)
+
+    if last_hop:
+        return PortConfig(
+            QDEPTH_MAX, pk(th.trim_lasthop_bdp), True,
+            cm.dscp[TrafficClass.TRIMMED_LASTHOP], cm.priority[TrafficClass.TRIMMED_LASTHOP],
+        )  # fmt: skip
+    return PortConfig(
+        pk(th.ecn_bdp), pk(th.trim_bdp), False,
+        cm.dscp[TrafficClass.TRIMMED], cm.priority[TrafficClass.TRIMMED],
+    )  # fmt: skip
+
+
+class _GroupBuilder:
+    """Allocates ECMP/EV group ids of one switch; identical member lists share an id."""
+
+    def __init__(self, topo: Topology, sw: str, tier: int, layout: EvLayout | None) -> None:
+        self.topo = topo
+        self.sw = sw
+        self.tier = tier
+        self.layout = layout
+        self.groups: dict[tuple[NextHop, ...], int] = {}
+        self.ev_groups: dict[int, dict[int, NextHop]] = {}
+
+    def action(self, hops: tuple[Hop, ...], use_ev: bool) -> RouteAction:
+        members = tuple(_nexthop(self.topo, self.sw, h) for h in hops)
+        if len(members) == 1:
+            return SetNextHop(members[0])
+        gid = self.groups.setdefault(members, len(self.groups) + 1)
+        fld = self.layout.field(self.tier) if (use_ev and self.layout is not None) else None
+        if fld is None:
+            return RouteEcmp(gid)
+        self.ev_groups[gid] = {v: members[v % len(members)] for v in range(1 << fld.width)}
+        return RouteEv(gid, fld.shift(STEV_BITS), fld.mask, gid)
+
+
+@cache
+def switch_tables(topo: Topology, mode: PathMode | None = None) -> dict[str, SwitchTables]:
+    """Tables of every packet-fabric switch for ``mode`` (default: the file's path mode).
+
+    Raises ``topologies.evlayout.LayoutError`` when the mode cannot be encoded (STEV).
+    """
+    if topo.fabric.kind != FabricKind.PACKET:
+        return {}
+    mode = mode or topo.fabric.path_mode
+    layout = ev_layout(topo) if mode == PathMode.STEV else None
+    out: dict[str, SwitchTables] = {}
+    classes = dscp_classes(topo)
+    for sw_node in topo.switches:
+        sw = sw_node.name
+        plane, tier = sw_node.plane, sw_node.tier
+        assert plane is not None and tier is not None
+        builder = _GroupBuilder(topo, sw, tier, layout)
+        routes: list[Route] = []
+        for host in topo.hosts:
+            hops = next_hops(topo, plane, host.name).get(sw)
+            if not hops:
+                continue
+            prefix = ipaddress.IPv6Network((host_gid(topo, host.name, plane), 128))
+            action = builder.action(hops, mode == PathMode.STEV)
+            routes.append(Route(prefix, action, f"{host.name}:{plane}"))
+        usid_entries: tuple[UsidEntry, ...] = ()
+        if mode == PathMode.SRV6:
+            mine = locator(topo, sw)
+            last = ipaddress.IPv6Network((int(mine.network_address), 64))
+            usid_entries = (UsidEntry(mine, "shift"), UsidEntry(last, "decap"))
+            for other in topo.switches_in_plane(plane):
+                hops = next_hops(topo, plane, other.name).get(sw) if other.name != sw else None
+                if hops:
+                    action = builder.action(hops, False)
+                    routes.append(Route(locator(topo, other.name), action, other.name))
+        out[sw] = SwitchTables(
+            switch=sw,
+            plane=plane,
+            tier=tier,
+            mode=mode,
+            usid=usid_of(topo, sw).usid,
+            locator=locator(topo, sw),
+            routes=tuple(routes),
+            ecmp_groups={gid: members for members, gid in builder.groups.items()},
+            ev_groups=builder.ev_groups,
+            usid_entries=usid_entries,
+            port_config={p: port_thresholds(topo, sw, p) for p in topo.ports(sw)},
+            dscp_classes=classes,
+        )
+    return out
