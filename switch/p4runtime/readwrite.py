@@ -1,0 +1,244 @@
+"""Write (per-update results, atomicity modes) and Read (wildcards) over a ProgramState."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from google.rpc import code_pb2
+from p4.v1 import p4runtime_pb2
+
+from common.p4schema.bytestrings import decode, encode, fits
+from switch.p4runtime import codec
+from switch.pipeline import Pipeline
+from switch.pipeline import control as ctl
+from switch.pipeline.state import ProgramState, Undo, WriteError
+
+Update = p4runtime_pb2.Update
+WriteRequest = p4runtime_pb2.WriteRequest
+ENTITIES_PER_RESPONSE = 2000
+
+
+@dataclass(slots=True)
+class Result:
+    code: int
+    message: str = ""
+
+
+def apply_write_batch(
+    pipeline: Pipeline, updates: Sequence[p4runtime_pb2.Update], atomicity: int
+) -> list[Result]:
+    """Apply updates in order. CONTINUE_ON_ERROR applies what it can; ROLLBACK_ON_ERROR and
+    DATAPLANE_ATOMIC stop at the first failure, undo everything and report the others as
+    ABORTED (the caller holds the pipeline lock, so the data plane never sees a partial batch)."""
+    all_or_none = atomicity in (WriteRequest.ROLLBACK_ON_ERROR, WriteRequest.DATAPLANE_ATOMIC)
+    results: list[Result] = []
+    undos: list[Undo] = []
+    for update in updates:
+        try:
+            undos.append(apply_update(pipeline, update))
+            results.append(Result(code_pb2.OK))
+        except WriteError as err:
+            results.append(Result(err.code, err.message))
+            if all_or_none:
+                break
+    if all_or_none and len(undos) != len(updates):
+        for undo in reversed(undos):
+            undo()
+        failed = len(results) - 1
+        out = [Result(code_pb2.ABORTED, "rolled back: another update of the batch failed")] * len(
+            updates
+        )
+        out[failed] = results[failed]
+        return out
+    return results
+
+
+def _kind(update: p4runtime_pb2.Update) -> int:
+    if update.type not in (Update.INSERT, Update.MODIFY, Update.DELETE):
+        raise WriteError(code_pb2.INVALID_ARGUMENT, "Invalid update type")
+    return {Update.INSERT: ctl.INSERT, Update.MODIFY: ctl.MODIFY, Update.DELETE: ctl.DELETE}[
+        update.type
+    ]
+
+
+def _index(has: bool, msg: p4runtime_pb2.Index) -> int | None:
+    if not has:
+        return None
+    if msg.index < 0:
+        raise WriteError(code_pb2.INVALID_ARGUMENT, "A negative number is not a valid index value")
+    return msg.index
+
+
+def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
+    state = pipeline.state
+    assert state is not None
+    kind = _kind(update)
+    entity = update.entity
+    which = entity.WhichOneof("entity")
+    if which == "table_entry":
+        te = entity.table_entry
+        table = codec.table_of(state, te.table_id)
+        if te.is_default_action:
+            if kind != ctl.MODIFY:
+                verb = "INSERT" if kind == ctl.INSERT else "DELETE"
+                raise WriteError(code_pb2.INVALID_ARGUMENT, f"Cannot use {verb} for default entry")
+            return ctl.default_write(state, table, codec.decode_default(state, table, te))
+        if kind == ctl.MODIFY and not te.HasField("action"):
+            raise WriteError(
+                code_pb2.INVALID_ARGUMENT, "'action' field must be set for non-default entries"
+            )
+        entry = codec.decode_entry(state, table, te, need_action=kind == ctl.INSERT)
+        return ctl.table_write(state, kind, table, entry)
+    if which == "action_profile_member":
+        m = entity.action_profile_member
+        profile = codec.profile_of(state, m.action_profile_id)
+        if kind == ctl.DELETE:
+            call = profile.members.get(m.member_id)
+            if call is None:
+                raise WriteError(code_pb2.NOT_FOUND, f"Member {m.member_id} does not exist")
+        else:
+            call = codec.decode_member_action(state, profile, m.action)
+        return ctl.member_write(state, kind, profile, m.member_id, call)
+    if which == "action_profile_group":
+        g = entity.action_profile_group
+        profile = codec.profile_of(state, g.action_profile_id)
+        return ctl.group_write(state, kind, profile, codec.decode_group(g))
+    if which == "counter_entry":
+        c = entity.counter_entry
+        if c.counter_id not in state.counters:
+            raise codec.invalid_id()
+        if kind != ctl.MODIFY:
+            raise WriteError(
+                code_pb2.INVALID_ARGUMENT, "Only MODIFY is supported for counter entries"
+            )
+        index = _index(c.HasField("index"), c.index)
+        return ctl.counter_write(
+            state, c.counter_id, index, c.data.packet_count, c.data.byte_count
+        )
+    if which == "register_entry":
+        r = entity.register_entry
+        reg = state.registers.get(r.register_id)
+        if reg is None:
+            raise codec.invalid_id()
+        if kind != ctl.MODIFY:
+            raise WriteError(
+                code_pb2.INVALID_ARGUMENT, "Only MODIFY is supported for register entries"
+            )
+        if r.data.WhichOneof("data") != "bitstring":
+            raise WriteError(code_pb2.INVALID_ARGUMENT, "Register data must be a bitstring")
+        if not fits(r.data.bitstring, reg.bitwidth):
+            raise WriteError(
+                code_pb2.INVALID_ARGUMENT,
+                f"Bytestring provided does not fit within {reg.bitwidth} bits",
+            )
+        index = _index(r.HasField("index"), r.index)
+        return ctl.register_write(state, r.register_id, index, decode(r.data.bitstring))
+    raise WriteError(
+        code_pb2.UNIMPLEMENTED, f"{which or 'empty entity'} writes are not supported by this target"
+    )
+
+
+# ---- read ------------------------------------------------------------------------------------
+
+
+def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4runtime_pb2.Entity]:
+    which = entity.WhichOneof("entity")
+    if which == "table_entry":
+        te = entity.table_entry
+        tables = (
+            list(state.tables.values()) if te.table_id == 0 else [codec.table_of(state, te.table_id)]
+        )
+        for table in tables:
+            if te.is_default_action:
+                if table.schema.implementation is None:
+                    yield p4runtime_pb2.Entity(table_entry=codec.encode_default(table))
+                continue
+            if te.match:
+                key = codec.decode_key(table, te)
+                hit = table.entries.get(key)
+                selected = [] if hit is None else [hit]
+            else:
+                selected = list(table.entries.values())
+            for e in selected:
+                yield p4runtime_pb2.Entity(table_entry=codec.encode_entry(table, e))
+    elif which == "action_profile_member":
+        m = entity.action_profile_member
+        profiles = (
+            list(state.profiles.values())
+            if m.action_profile_id == 0
+            else [codec.profile_of(state, m.action_profile_id)]
+        )
+        for profile in profiles:
+            for mid, call in sorted(profile.members.items()):
+                if m.member_id and mid != m.member_id:
+                    continue
+                msg = p4runtime_pb2.ActionProfileMember(
+                    action_profile_id=profile.profile_id, member_id=mid
+                )
+                msg.action.CopyFrom(codec.encode_action(call))
+                yield p4runtime_pb2.Entity(action_profile_member=msg)
+    elif which == "action_profile_group":
+        g = entity.action_profile_group
+        profiles = (
+            list(state.profiles.values())
+            if g.action_profile_id == 0
+            else [codec.profile_of(state, g.action_profile_id)]
+        )
+        for profile in profiles:
+            for gid, group in sorted(profile.groups.items()):
+                if g.group_id and gid != g.group_id:
+                    continue
+                yield p4runtime_pb2.Entity(action_profile_group=codec.encode_group(profile, group))
+    elif which == "counter_entry":
+        c = entity.counter_entry
+        ids = list(state.counters) if c.counter_id == 0 else [c.counter_id]
+        for cid in ids:
+            counter = state.counters.get(cid)
+            if counter is None:
+                raise codec.invalid_id()
+            index = _index(c.HasField("index"), c.index)
+            if index is not None and index >= counter.size:
+                raise WriteError(code_pb2.OUT_OF_RANGE, f"Counter index {index} out of range")
+            cells = range(counter.size) if index is None else [index]
+            for i in cells:
+                out = p4runtime_pb2.CounterEntry(counter_id=cid)
+                out.index.index = i
+                out.data.packet_count = counter.packets[i]
+                out.data.byte_count = counter.bytes[i]
+                yield p4runtime_pb2.Entity(counter_entry=out)
+    elif which == "register_entry":
+        r = entity.register_entry
+        ids = list(state.registers) if r.register_id == 0 else [r.register_id]
+        for rid in ids:
+            reg = state.registers.get(rid)
+            if reg is None:
+                raise codec.invalid_id()
+            index = _index(r.HasField("index"), r.index)
+            if index is not None and index >= reg.size:
+                raise WriteError(code_pb2.OUT_OF_RANGE, f"Register index {index} out of range")
+            cells = range(reg.size) if index is None else [index]
+            for i in cells:
+                out_r = p4runtime_pb2.RegisterEntry(register_id=rid)
+                out_r.index.index = i
+                out_r.data.bitstring = encode(reg.cells[i])
+                yield p4runtime_pb2.Entity(register_entry=out_r)
+    else:
+        raise WriteError(
+            code_pb2.UNIMPLEMENTED, f"{which or 'empty entity'} reads are not supported by this target"
+        )
+
+
+def read_entities(
+    pipeline: Pipeline, entities: Sequence[p4runtime_pb2.Entity]
+) -> list[p4runtime_pb2.ReadResponse]:
+    """All matching entities, in ReadResponse messages of at most ENTITIES_PER_RESPONSE."""
+    state = pipeline.state
+    assert state is not None
+    responses = [p4runtime_pb2.ReadResponse()]
+    for entity in entities:
+        for found in _read_one(state, entity):
+            if len(responses[-1].entities) >= ENTITIES_PER_RESPONSE:
+                responses.append(p4runtime_pb2.ReadResponse())
+            responses[-1].entities.append(found)
+    return responses
