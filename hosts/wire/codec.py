@@ -40,7 +40,7 @@ from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
 
 Buffer = bytes | bytearray | memoryview
 
-_CLASSES: dict[str, type] = {
+HEADER_CLASSES: dict[str, type] = {  # MrcPacket attribute -> header dataclass
     "meth": Meth,
     "tseth": Tseth,
     "reth": Reth,
@@ -56,7 +56,7 @@ _CLASSES: dict[str, type] = {
 
 BTH_CODEC = compile_layout(L.BTH, Bth)
 HEADER_CODECS: dict[str, CompiledLayout] = {
-    attr: compile_layout(lay, _CLASSES[attr]) for attr, lay in L.MRC_HEADERS.items()
+    attr: compile_layout(lay, HEADER_CLASSES[attr]) for attr, lay in L.MRC_HEADERS.items()
 }
 ETH_CODEC = compile_layout(L.ETH)
 IPV6_CODEC = compile_layout(L.IPV6)
@@ -303,7 +303,7 @@ class _Stack:
             f"{loads}"
             f"    _p(buf, off, {words})\n"
         )
-        env = {f"_{a}": _CLASSES[a] for a in attrs}
+        env = {f"_{a}": HEADER_CLASSES[a] for a in attrs}
         ns = generate(
             src,
             f"stack {op.name}",
