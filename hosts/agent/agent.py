@@ -208,7 +208,9 @@ class Agent:
         finally:
             ep.close()
             if self.qlog is not None:
-                self.qlog.flush()
+                with self.lock:
+                    self._sample_metrics(self.clock())  # final counters, always present
+
 
     def _wait_timeout(self, now: float) -> float:
         deadline = self._next_metrics
