@@ -1,0 +1,470 @@
+"""P4Runtime conformance of the embedded target, driven by p4runtime-shell and raw gRPC stubs.
+
+Expected codes and messages are those of simple_switch_grpc's P4Runtime server (p4lang/PI,
+proto/frontend/src/device_mgr.cpp and proto/server/pi_server.cpp), which these tests cannot
+run here (no BMv2 on this machine).
+"""
+
+from __future__ import annotations
+
+import queue
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import p4runtime_sh.shell as sh
+import pytest
+from google.rpc import code_pb2, status_pb2
+from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from p4runtime_sh.p4runtime import P4RuntimeWriteException
+
+from common.p4schema import PROGRAMS, generate
+from common.p4schema.bytestrings import encode
+from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
+from switch.p4runtime import P4RuntimeServer, start_server
+from switch.pipeline import Pipeline
+from tests.unit.pipeline_helpers import empty_queues, frame, ip6
+
+MRC = PROGRAMS["mrc_switch"]
+DEVICE = 3
+ROUTE = "MrcIngress.ipv6_route"
+NEXTHOP = "MrcIngress.set_nexthop"
+Update = p4runtime_pb2.Update
+
+
+@pytest.fixture
+def switch() -> Iterator[tuple[Pipeline, P4RuntimeServer, str]]:
+    pipe = Pipeline()
+    server = start_server(pipe, "127.0.0.1:0", DEVICE)
+    try:
+        yield pipe, server, f"127.0.0.1:{server.port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def shell(switch: tuple[Pipeline, P4RuntimeServer, str]) -> Iterator[Pipeline]:
+    """p4runtime-shell connected as primary (election id 10) with the pipeline pushed."""
+    pipe, _, addr = switch
+    with tempfile.NamedTemporaryFile(suffix=".bin") as device_config:
+        sh.setup(
+            device_id=DEVICE,
+            grpc_addr=addr,
+            election_id=(0, 10),
+            config=sh.FwdPipeConfig(str(generate.path_for("mrc_switch")), device_config.name),
+            verbose=False,
+        )
+        try:
+            yield pipe
+        finally:
+            sh.teardown()
+
+
+def route_entry(prefix: str, plen: int, port: int) -> sh.TableEntry:
+    te = sh.TableEntry(ROUTE)(action=NEXTHOP)
+    te.match["hdr.ipv6.dst_addr"] = f"{prefix}/{plen}"
+    te.action["port"] = str(port)
+    te.action["smac"] = "02:00:00:00:00:99"
+    te.action["dmac"] = f"02:00:00:00:00:{port:02x}"
+    return te
+
+
+def raw_route(port: bytes = b"\x01", table_id: int | None = None) -> p4runtime_pb2.TableEntry:
+    te = p4runtime_pb2.TableEntry(table_id=table_id or MRC.id(ROUTE))
+    fm = te.match.add(field_id=1)
+    fm.lpm.value = ip6("2001:db8:7::").to_bytes(16, "big")
+    fm.lpm.prefix_len = 48
+    te.action.action.action_id = MRC.id(NEXTHOP)
+    te.action.action.params.add(param_id=1, value=port)
+    te.action.action.params.add(param_id=2, value=b"\x02\x00\x00\x00\x00\x99")
+    te.action.action.params.add(param_id=3, value=b"\x02\x00\x00\x00\x00\x01")
+    return te
+
+
+def raw_write(addr: str, updates: list[p4runtime_pb2.Update], election: int = 10,
+              atomicity: int = 0) -> grpc.RpcError | None:
+    with grpc.insecure_channel(addr) as ch:
+        req = p4runtime_pb2.WriteRequest(device_id=DEVICE, atomicity=atomicity)  # type: ignore[arg-type]
+        req.election_id.low = election
+        req.updates.extend(updates)
+        try:
+            p4runtime_pb2_grpc.P4RuntimeStub(ch).Write(req, timeout=5)
+        except grpc.RpcError as exc:
+            return exc
+    return None
+
+
+def update_codes(exc: grpc.RpcError) -> list[tuple[int, str]]:
+    """(canonical_code, message) of every p4.v1.Error in grpc-status-details-bin."""
+    assert exc.code() == grpc.StatusCode.UNKNOWN
+    md = dict(exc.trailing_metadata())  # type: ignore[attr-defined]
+    status = status_pb2.Status.FromString(md["grpc-status-details-bin"])
+    out = []
+    for detail in status.details:
+        err = p4runtime_pb2.Error()
+        assert detail.Unpack(err)
+        out.append((err.canonical_code, err.message))
+    return out
+
+
+def ins(te: p4runtime_pb2.TableEntry, kind: int = Update.INSERT) -> p4runtime_pb2.Update:
+    upd = p4runtime_pb2.Update(type=kind)  # type: ignore[arg-type]
+    upd.entity.table_entry.CopyFrom(te)
+    return upd
+
+
+# ---- pipeline config ----------------------------------------------------------------------
+
+
+def test_pipeline_push_with_p4runtime_shell_commits_the_program(shell: Pipeline) -> None:
+    assert shell.program is MRC
+    got = sh.client.get_p4info()
+    assert got == MRC.to_p4info()
+    assert sh.client.api_version() == "1.4.1"
+
+
+def test_p4info_that_does_not_match_a_builtin_program_is_rejected(
+    switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    pipe, _, addr = switch
+    with P4RuntimeClient(addr, DEVICE, election_id=5) as client:
+        bad = MRC.to_p4info()
+        bad.tables[0].match_fields[0].bitwidth += 1
+        req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+            device_id=DEVICE, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
+        )
+        req.election_id.low = 5
+        req.config.p4info.CopyFrom(bad)
+        with pytest.raises(grpc.RpcError) as info:
+            client.stub.SetForwardingPipelineConfig(req, timeout=5)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "does not match any program built into this target" in info.value.details()
+        assert bad.tables[0].preamble.name in info.value.details()
+        assert pipe.program is None
+        # before any pipeline: Write, Read and Get answer FAILED_PRECONDITION (as PI)
+        for call in (lambda: client.insert(ROUTE, {"hdr.ipv6.dst_addr": (ip6("2001::"), 16)},
+                                           NEXTHOP, {"port": 1, "smac": 1, "dmac": 2}),
+                     lambda: client.read_table(ROUTE), client.get_pipeline):
+            with pytest.raises(P4RuntimeError) as err:
+                call()
+            assert err.value.code == grpc.StatusCode.FAILED_PRECONDITION
+            assert err.value.message == "No forwarding pipeline config set for this device"
+
+
+def test_verify_save_commit_and_reconcile_keep_or_reset_state(
+    switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    pipe, _, addr = switch
+    Req = p4runtime_pb2.SetForwardingPipelineConfigRequest
+    with P4RuntimeClient(addr, DEVICE, election_id=5) as client:
+        client.push_pipeline(Req.VERIFY)
+        assert pipe.program is None
+        client.push_pipeline(Req.VERIFY_AND_SAVE)
+        assert pipe.program is None
+        client.push_pipeline(Req.COMMIT)
+        assert pipe.program is MRC
+        match = {"hdr.ipv6.dst_addr": (ip6("2001:db8:2::"), 48)}
+        client.insert(ROUTE, match, NEXTHOP, {"port": 2, "smac": 1, "dmac": 2})
+        client.push_pipeline(Req.RECONCILE_AND_COMMIT, cookie=77)
+        assert len(client.read_table(ROUTE)) == 1
+        assert client.get_pipeline().cookie.cookie == 77
+        client.push_pipeline(Req.VERIFY_AND_COMMIT)
+        assert client.read_table(ROUTE) == []
+        with P4RuntimeClient(addr, DEVICE, program="ocs", election_id=6) as ocs:
+            ocs.push_pipeline()
+        assert pipe.program is PROGRAMS["ocs"]
+
+
+# ---- table entries ------------------------------------------------------------------------
+
+
+def test_insert_read_modify_delete_with_p4runtime_shell(shell: Pipeline) -> None:
+    route_entry("2001:db8:2::", 48, 3).insert()
+    read = list(sh.TableEntry(ROUTE).read())
+    assert len(read) == 1
+    msg = read[0].msg()
+    assert msg.match[0].lpm.prefix_len == 48
+    assert msg.match[0].lpm.value == ip6("2001:db8:2::").to_bytes(16, "big").lstrip(b"\x00")
+    params = {p.param_id: p.value for p in msg.action.action.params}
+    assert params == {1: b"\x03", 2: bytes.fromhex("020000000099"), 3: bytes.fromhex("020000000003")}
+    assert shell.process(frame(dst="2001:db8:2::9"), 1, 0.0, empty_queues)[0].port == 3
+
+    route_entry("2001:db8:2::", 48, 4).modify()
+    (msg,) = [e.msg() for e in sh.TableEntry(ROUTE).read()]
+    assert msg.action.action.params[0].value == b"\x04"
+    assert shell.process(frame(dst="2001:db8:2::9"), 1, 0.0, empty_queues)[0].port == 4
+
+    with pytest.raises(P4RuntimeWriteException) as dup:
+        route_entry("2001:db8:2::", 48, 5).insert()
+    assert [(e.canonical_code, e.message) for _, e in dup.value.errors] == [
+        (code_pb2.ALREADY_EXISTS, "Match entry exists, use MODIFY if you wish to change action")
+    ]
+
+    route_entry("2001:db8:2::", 48, 4).delete()
+    assert list(sh.TableEntry(ROUTE).read()) == []
+    with pytest.raises(P4RuntimeWriteException) as gone:
+        route_entry("2001:db8:2::", 48, 4).delete()
+    assert [(e.canonical_code, e.message) for _, e in gone.value.errors] == [
+        (code_pb2.NOT_FOUND, "Cannot find match entry")
+    ]
+    with pytest.raises(P4RuntimeWriteException) as modify_missing:
+        route_entry("2001:db8:9::", 48, 4).modify()
+    assert modify_missing.value.errors[0][1].canonical_code == code_pb2.NOT_FOUND
+
+
+def test_wrong_match_width_and_unknown_table(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+    addr = switch[2]
+    # through p4runtime-shell: the shell sends the too-wide value, the server refuses it
+    te = sh.TableEntry("MrcIngress.dscp_class")(action="MrcIngress.set_class")
+    te.match["meta.dscp"] = "64"
+    te.action["class_id"] = "1"
+    te.action["priority"] = "1"
+    te.action["trimmable"] = "0"
+    with pytest.raises(P4RuntimeWriteException) as shell_wide:
+        te.insert()
+    assert [(e.canonical_code, e.message) for _, e in shell_wide.value.errors] == [
+        (code_pb2.INVALID_ARGUMENT, "Bytestring provided does not fit within 6 bits")
+    ]
+    # an unknown table name never leaves the shell (it has no id for it)
+    with pytest.raises(Exception, match="nosuch"):
+        sh.TableEntry("MrcIngress.nosuch")
+    # the server gives simple_switch_grpc's answers to raw requests
+    wide = p4runtime_pb2.TableEntry(table_id=MRC.id("MrcIngress.dscp_class"))
+    wide.match.add(field_id=1).exact.value = b"\x40"  # 64 does not fit 6 bits
+    wide.action.action.action_id = MRC.id("MrcIngress.set_class")
+    for i in (1, 2, 3):
+        wide.action.action.params.add(param_id=i, value=b"\x01")
+    exc = raw_write(addr, [ins(wide)])
+    assert exc is not None
+    assert update_codes(exc) == [(code_pb2.INVALID_ARGUMENT,
+                                  "Bytestring provided does not fit within 6 bits")]
+    exc = raw_write(addr, [ins(raw_route(port=b"\x02\x00"))])  # port 512 > 9 bits
+    assert exc is not None and update_codes(exc)[0][0] == code_pb2.INVALID_ARGUMENT
+    exc = raw_write(addr, [ins(raw_route(table_id=0x02FFFFFF))])
+    assert exc is not None
+    assert update_codes(exc) == [(code_pb2.INVALID_ARGUMENT, "Invalid P4 id")]
+    assert list(sh.TableEntry(ROUTE).read()) == []
+
+
+def test_padded_byte_strings_are_accepted_and_read_back_canonical(
+    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    assert raw_write(switch[2], [ins(raw_route(port=b"\x00\x07"))]) is None
+    (msg,) = [e.msg() for e in sh.TableEntry(ROUTE).read()]
+    assert msg.action.action.params[0].value == b"\x07"
+
+
+def test_other_validation_errors_match_pi(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+    addr = switch[2]
+    lpm_bits = raw_route()
+    lpm_bits.match[0].lpm.prefix_len = 16  # value has bits beyond /16
+    lpm_zero = raw_route()
+    lpm_zero.match[0].lpm.prefix_len = 0
+    missing = raw_route()
+    del missing.action.action.params[2]
+    bad_action = raw_route()
+    bad_action.action.action.action_id = MRC.id("MrcIngress.set_class")
+    default_only = p4runtime_pb2.TableEntry(table_id=MRC.id("MrcIngress.dscp_class"))
+    default_only.match.add(field_id=1).exact.value = b"\x01"
+    default_only.action.action.action_id = MRC.id("NoAction")
+    cases = [
+        (lpm_bits, code_pb2.INVALID_ARGUMENT, "Invalid LPM value, incorrect number of trailing zeros"),
+        (lpm_zero, code_pb2.INVALID_ARGUMENT, None),
+        (missing, code_pb2.INVALID_ARGUMENT, None),
+        (bad_action, code_pb2.INVALID_ARGUMENT, "Invalid action for table"),
+        (default_only, code_pb2.PERMISSION_DENIED, "Cannot use DEFAULT_ONLY action in table entry"),
+    ]
+    for te, code, message in cases:
+        exc = raw_write(addr, [ins(te)])
+        assert exc is not None
+        ((got_code, got_message),) = update_codes(exc)
+        assert got_code == code, (te, got_message)
+        if message:
+            assert got_message == message
+
+
+def test_default_action_modify_read_and_invalid_uses(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+    addr = switch[2]
+    default = p4runtime_pb2.TableEntry(table_id=MRC.id(ROUTE), is_default_action=True)
+    default.action.CopyFrom(raw_route().action)
+    assert raw_write(addr, [ins(default, Update.MODIFY)]) is None
+    assert shell.process(frame(dst="2001:ffff::1"), 1, 0.0, empty_queues)[0].port == 1
+    with grpc.insecure_channel(addr) as ch:
+        req = p4runtime_pb2.ReadRequest(device_id=DEVICE)
+        req.entities.add().table_entry.CopyFrom(
+            p4runtime_pb2.TableEntry(table_id=MRC.id(ROUTE), is_default_action=True))
+        (resp,) = list(p4runtime_pb2_grpc.P4RuntimeStub(ch).Read(req, timeout=5))
+        got = resp.entities[0].table_entry
+        assert got.is_default_action and got.action.action.params[0].value == b"\x01"
+    exc = raw_write(addr, [ins(default, Update.INSERT)])
+    assert exc is not None
+    assert update_codes(exc) == [(code_pb2.INVALID_ARGUMENT, "Cannot use INSERT for default entry")]
+    reset = p4runtime_pb2.TableEntry(table_id=MRC.id(ROUTE), is_default_action=True)
+    assert raw_write(addr, [ins(reset, Update.MODIFY)]) is None  # back to drop()
+    assert shell.process(frame(dst="2001:ffff::1"), 1, 0.0, empty_queues) == []
+    indirect = p4runtime_pb2.TableEntry(table_id=MRC.id("MrcIngress.ecmp"), is_default_action=True)
+    exc = raw_write(addr, [ins(indirect, Update.MODIFY)])
+    assert exc is not None and update_codes(exc)[0][0] == code_pb2.INVALID_ARGUMENT
+
+
+def test_batch_atomicity_continue_and_rollback(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+    addr = switch[2]
+    a = raw_route()
+    b = raw_route()
+    b.match[0].lpm.value = ip6("2001:db8:8::").to_bytes(16, "big")
+    c = raw_route()
+    c.match[0].lpm.value = ip6("2001:db8:9::").to_bytes(16, "big")
+    assert raw_write(addr, [ins(a)]) is None
+    exc = raw_write(addr, [ins(b), ins(a), ins(c)],
+                    atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+    assert exc is not None
+    assert [code for code, _ in update_codes(exc)] == [
+        code_pb2.ABORTED, code_pb2.ALREADY_EXISTS, code_pb2.ABORTED]
+    assert len(list(sh.TableEntry(ROUTE).read())) == 1
+    exc = raw_write(addr, [ins(b), ins(a), ins(c)])  # CONTINUE_ON_ERROR
+    assert exc is not None
+    assert [code for code, _ in update_codes(exc)] == [
+        code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.OK]
+    assert len(list(sh.TableEntry(ROUTE).read())) == 3
+
+
+# ---- arbitration --------------------------------------------------------------------------
+
+
+def stream(addr: str, election: int, device: int = DEVICE):
+    ch = grpc.insecure_channel(addr)
+    out: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
+
+    def gen() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
+        while (item := out.get()) is not None:
+            yield item
+
+    responses = p4runtime_pb2_grpc.P4RuntimeStub(ch).StreamChannel(gen())
+    req = p4runtime_pb2.StreamMessageRequest()
+    req.arbitration.device_id = device
+    req.arbitration.election_id.low = election
+    out.put(req)
+    return ch, out, responses
+
+
+def test_second_controller_with_lower_election_id_is_backup(
+    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    addr = switch[2]
+    ch, out, responses = stream(addr, election=4)
+    try:
+        first = next(responses).arbitration
+        assert first.status.code == code_pb2.ALREADY_EXISTS  # backup
+        assert (first.election_id.high, first.election_id.low) == (0, 10)  # the primary's id
+        exc = raw_write(addr, [ins(raw_route())], election=4)
+        assert exc is not None and exc.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert list(sh.TableEntry(ROUTE).read()) == []
+        # reads are open to backups
+        route_entry("2001:db8:2::", 48, 3).insert()  # by the primary (the shell)
+        with P4RuntimeClient(addr, DEVICE, election_id=3) as backup:
+            assert not backup.is_primary
+            assert len(backup.read_table(ROUTE)) == 1
+    finally:
+        out.put(None)
+        ch.close()
+
+
+def test_duplicate_election_id_is_rejected_and_higher_id_takes_over(
+    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    addr = switch[2]
+    ch, out, responses = stream(addr, election=10)
+    with pytest.raises(grpc.RpcError) as dup:
+        next(responses)
+    assert dup.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert dup.value.details() == "Election id already exists"
+    out.put(None)
+    ch.close()
+    with P4RuntimeClient(addr, DEVICE, election_id=20) as client:
+        assert client.is_primary
+        (update,) = [u for u in [sh.client.get_stream_packet("arbitration", timeout=2)] if u]
+        assert update.arbitration.status.code == code_pb2.ALREADY_EXISTS  # old primary demoted
+        with pytest.raises(grpc.RpcError) as denied:
+            route_entry("2001:db8:2::", 48, 3).insert()
+        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        client.insert(ROUTE, {"hdr.ipv6.dst_addr": (ip6("2001:db8:2::"), 48)}, NEXTHOP,
+                      {"port": 2, "smac": 1, "dmac": 2})
+
+
+def test_port_status_notification_reaches_the_primary(
+    switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    _, server, addr = switch
+    with P4RuntimeClient(addr, DEVICE, election_id=2) as client:
+        server.notify_port_status(7, False)
+        server.notify_port_status(7, True)
+        events = [client.port_events.get(timeout=5), client.port_events.get(timeout=5)]
+        assert [(e.port, e.up) for e in events] == [(7, False), (7, True)]
+
+
+# ---- profiles, counters, registers ------------------------------------------------------
+
+
+def test_action_profile_groups_counters_and_registers(
+    switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    pipe, _, addr = switch
+    with P4RuntimeClient(addr, DEVICE, election_id=2) as client:
+        client.push_pipeline()
+        members = [(100 + p, NEXTHOP, {"port": p, "smac": 1, "dmac": p}) for p in (1, 2)]
+        client.insert_group("MrcIngress.ecmp_selector", 9, members, watch_ports=[1, 2])
+        ecmp = client.table_entry("MrcIngress.ecmp", {"meta.next_group": 9}, group_id=9)
+        client.write([client.update(Update.INSERT, table_entry=ecmp)])
+        client.insert(ROUTE, {"hdr.ipv6.dst_addr": (ip6("2001:db8:2::"), 48)},
+                      "MrcIngress.route_ecmp", {"group": 9})
+        ports = {pipe.process(frame(sport=s), 5, 0.0, empty_queues)[0].port for s in range(40)}
+        assert ports == {1, 2}
+        groups = client.read([p4runtime_pb2.Entity(
+            action_profile_group=p4runtime_pb2.ActionProfileGroup())])
+        g = groups[0].action_profile_group
+        assert g.group_id == 9 and [m.member_id for m in g.members] == [101, 102]
+        assert [m.watch_port for m in g.members] == [b"\x01", b"\x02"]
+        # a member used by a group cannot go
+        m = p4runtime_pb2.ActionProfileMember(
+            action_profile_id=MRC.id("MrcIngress.ecmp_selector"), member_id=101)
+        with pytest.raises(P4RuntimeWriteError) as used:
+            client.write([client.update(Update.DELETE, action_profile_member=m)])
+        assert used.value.errors[0].code == code_pb2.FAILED_PRECONDITION
+        # counters: 40 packets from port 5, class 0
+        rx = client.read_counter("MrcIngress.rx_port_class", 5 * 8)
+        assert rx[5 * 8][0] == 40 and rx[5 * 8][1] == 40 * len(frame())
+        everything = client.read_counter("MrcIngress.rx_port_class")
+        assert len(everything) == 4096 and sum(p for p, _ in everything.values()) == 40
+        reset = p4runtime_pb2.CounterEntry(counter_id=MRC.id("MrcIngress.rx_port_class"))
+        reset.index.index = 5 * 8
+        client.write([client.update(Update.MODIFY, counter_entry=reset)])
+        assert client.read_counter("MrcIngress.rx_port_class", 5 * 8)[5 * 8] == (0, 0)
+        # registers: marking port 1 down in port_down steers the data plane
+        client.write_register("MrcIngress.port_down", 1, 1)
+        assert client.read_register("MrcIngress.port_down", 1) == 1
+        with pytest.raises(P4RuntimeWriteError) as wide:
+            client.write_register("MrcIngress.port_down", 1, 2)
+        assert wide.value.errors[0].code == code_pb2.INVALID_ARGUMENT
+        outs = [pipe.process(frame(sport=s), 5, 0.0, empty_queues) for s in range(40)]
+        assert {o[0].port for o in outs if o} == {2} and any(not o for o in outs)
+
+
+def test_write_to_other_device_id_and_role_are_refused(
+    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    addr = switch[2]
+    with grpc.insecure_channel(addr) as ch:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+        req = p4runtime_pb2.WriteRequest(device_id=DEVICE + 1)
+        req.election_id.low = 10
+        with pytest.raises(grpc.RpcError) as other:
+            stub.Write(req, timeout=5)
+        assert other.value.code() == grpc.StatusCode.NOT_FOUND
+        req = p4runtime_pb2.ReadRequest(device_id=DEVICE)
+        req.entities.add().meter_entry.meter_id = 1
+        with pytest.raises(grpc.RpcError) as meter:
+            list(stub.Read(req, timeout=5))
+        assert meter.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert encode(0) == b"\x00" and encode(0x1FF) == b"\x01\xff"
+    assert Path(generate.path_for("mrc_switch")).exists()
