@@ -26,7 +26,7 @@ from hosts.wire import (
     frame_len,
     packet_len,
 )
-from tests.unit._wire_samples import plain_frame, sample_packets, srv6_frame
+from hosts.wire.samples import plain_frame, sample_packets, srv6_frame
 
 FRAMES = {
     "plain": plain_frame(),

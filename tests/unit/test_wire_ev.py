@@ -18,7 +18,7 @@ from hosts.wire.ev import (
     usid_end_of_container,
     usid_shift,
 )
-from tests.unit._wire_samples import plain_frame, sample_packets
+from hosts.wire.samples import plain_frame, sample_packets
 
 
 @given(st.integers(0, (1 << 32) - 1))

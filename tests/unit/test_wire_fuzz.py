@@ -22,7 +22,7 @@ from hosts.wire import (
 )
 from hosts.wire import layout as L
 from hosts.wire.codec import HEADER_CLASSES
-from tests.unit._wire_samples import plain_frame, sample_packets, srv6_frame
+from hosts.wire.samples import plain_frame, sample_packets, srv6_frame
 
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SEEDS = [

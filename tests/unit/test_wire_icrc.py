@@ -11,7 +11,7 @@ from scapy.layers.l2 import Ether
 
 from hosts.wire import build_frame, decode_frame
 from hosts.wire.icrc import compute_icrc
-from tests.unit._wire_samples import plain_frame, sample_packets, srv6_frame
+from hosts.wire.samples import plain_frame, sample_packets, srv6_frame
 
 FRAMES = {"plain": plain_frame(), "srv6": srv6_frame(0), "srv6+srh": srv6_frame(2)}
 

@@ -10,8 +10,8 @@ from scapy.packet import Raw
 
 from hosts.wire import Opcode, build_frame, decode_frame
 from hosts.wire import layout as L
+from hosts.wire.samples import plain_frame, sample_packets, srv6_frame
 from hosts.wire.scapy_layers import LAYERS, MrcBTH, MrcMETH, MrcRETH, MrcTSETH
-from tests.unit._wire_samples import plain_frame, sample_packets, srv6_frame
 
 
 @pytest.mark.parametrize("index", range(len(sample_packets())))

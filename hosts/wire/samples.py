@@ -1,4 +1,8 @@
-"""Sample MRC packets and frames shared by the wire tests (one of every opcode)."""
+"""Sample MRC packets and frames: one packet of every opcode, frames in every EV mode.
+
+Used by `mrcnet pcap`, the codec benchmark and the tests. Every field carries a non-default
+value so a decoder that mixes fields up is caught.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from hosts.wire import (
     Eeth,
     EndpointOp,
     Erth,
+    EvMode,
     Frame,
     ImmDt,
     Meth,
@@ -22,8 +27,12 @@ from hosts.wire import (
     Seth,
     Srv6Outer,
     Tseth,
+    UsidSlot,
+    UsidTemplate,
+    ev_to_fields,
     ip6,
     mac,
+    usid_container,
 )
 
 
@@ -150,3 +159,34 @@ def sample_packets() -> list[MrcPacket]:
         )
     )
     return out
+
+
+# ---------------------------------------------------------------- EV modes (for mrcnet pcap)
+SAMPLE_TEMPLATE = UsidTemplate(
+    block=0xFC000000,
+    slots=(
+        UsidSlot(base=0x0100, ev_shift=0, ev_width=4),  # leaf uplink from EV bits 3..0
+        UsidSlot(base=0x0200, ev_shift=4, ev_width=4),  # spine downlink plane from EV bits 7..4
+        UsidSlot(base=0x0300),  # destination leaf
+        UsidSlot(base=0x0E01),  # decapsulate at the destination leaf (End.DT6-like)
+    ),
+)
+"""Per-destination uSID template used for the SRv6 samples."""
+
+
+def frame_for(mode: EvMode, ev: int, dscp: int, *, srh: bool = False) -> Frame:
+    """A frame between two sample hosts with ``ev`` placed as ``mode`` prescribes."""
+    sport, flow_label = ev_to_fields(mode, ev)
+    frame = plain_frame(dscp=dscp, ecn=2, flow_label=flow_label, udp_sport=sport)
+    if mode == EvMode.SRV6:
+        frame.srv6 = Srv6Outer(
+            src=frame.ip_src,
+            dst=usid_container(SAMPLE_TEMPLATE, ev),
+            segments=(frame.ip_dst,) if srh else (),
+            segments_left=0,
+            dscp=dscp,
+            ecn=2,
+            flow_label=flow_label,
+            hop_limit=64,
+        )
+    return frame
