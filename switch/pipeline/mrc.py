@@ -22,6 +22,7 @@ IMM_OPCODES = (0xC9, 0xCB)
 LOW80 = (1 << 80) - 1
 HASH_CACHE_MAX = 1 << 16
 DROP_PORT = 511
+HOP_BYTES = tuple(bytes((i,)) for i in range(256))
 
 
 def _is_write_opcode(opcode: int) -> bool:
@@ -69,6 +70,7 @@ class MrcDataPath:
         self.a_set_class = p.id("MrcIngress.set_class")
         self.a_port_params = p.id("MrcEgress.set_port_params")
         self.hash_cache: dict[bytes, int] = {}
+        self.l2_cache: dict[ActionCall, bytes] = {}
 
     # -- control-plane notifications -------------------------------------------------------
     def port_status_changed(self, port: int, up: bool) -> None:
@@ -148,10 +150,15 @@ class MrcDataPath:
         class_id = priority = trimmable = 0
         if act.action_id == self.a_set_class:
             class_id, priority, trimmable = act.params
-        self.rx.count(ingress_port * 8 + class_id, n)
+        cell_in = ingress_port * 8 + class_id
+        if 0 <= cell_in < self.rx.size:
+            self.rx.packets[cell_in] += 1
+            self.rx.bytes[cell_in] += n
         if frame[21] <= 1:
             return self._drop(DropReason.HOP_LIMIT, n)
-        buf = bytearray(frame)
+        # the frame is copied only when a header changes beyond L2 + hop limit
+        buf: bytearray | None = None
+        cur: bytes | bytearray = frame
         # ---- SRv6 uSID
         dst = int.from_bytes(frame[38:54], "big")
         if self.my_usid.lengths:
@@ -159,6 +166,7 @@ class MrcDataPath:
             if hit is not None and hit.action is not None:
                 aid = hit.action.action_id
                 if aid == self.a_usid_shift:
+                    cur = buf = bytearray(frame)
                     dst = (dst >> 96 << 96) | ((dst & LOW80) << 16)
                     if srh_off >= 0 and (dst >> 80) & 0xFFFF == 0:
                         left = buf[srh_off + 3]
@@ -172,6 +180,7 @@ class MrcDataPath:
                 elif aid == self.a_usid_decap:
                     if inner_off < 0:
                         return self._drop(DropReason.USID_ERROR, n)
+                    cur = buf = bytearray(frame)
                     delta = inner_off - 14
                     del buf[14:inner_off]
                     hdr_bytes -= delta
@@ -188,10 +197,10 @@ class MrcDataPath:
         if aid == self.a_nexthop:
             nexthop = act
         elif aid == self.a_route_ecmp:
-            nexthop = self._ecmp(act.params[0], buf, sport, dport)
+            nexthop = self._ecmp(act.params[0], cur, sport, dport)
         elif aid == self.a_route_ev:
             ev_group, shift, mask, fallback = act.params
-            flow = int.from_bytes(buf[16:18], "big")  # flow label bits 15..0
+            flow = int.from_bytes(cur[16:18], "big")  # flow label bits 15..0
             ev = (flow << 16) | sport
             ev_hit = self.ev_uplink.entries.get((ev_group, (ev >> shift) & mask))
             ev_act = ev_hit.action if ev_hit is not None and ev_hit.action else None
@@ -200,27 +209,32 @@ class MrcDataPath:
             if ev_act.action_id == self.a_nexthop:
                 nexthop = ev_act
                 if self.port_down.read(ev_act.params[0]) and fallback:
-                    nexthop = self._ecmp(fallback, buf, sport, dport)
+                    nexthop = self._ecmp(fallback, cur, sport, dport)
             elif fallback:
-                nexthop = self._ecmp(fallback, buf, sport, dport)
+                nexthop = self._ecmp(fallback, cur, sport, dport)
         if nexthop is None or nexthop.action_id != self.a_nexthop:
             reason = DropReason.EV_MISS if ev_group else DropReason.NO_ROUTE
             return self._drop(reason, n)
-        port, smac, dmac = nexthop.params
+        port = nexthop.params[0]
         if port == DROP_PORT:
             return self._drop(DropReason.NO_ROUTE, n)
         if self.port_down.read(port):
             return self._drop(DropReason.PORT_DOWN, n)
-        buf[0:6] = dmac.to_bytes(6, "big")
-        buf[6:12] = smac.to_bytes(6, "big")
-        buf[21] -= 1
+        l2 = self.l2_cache.get(nexthop)
+        if l2 is None:
+            l2 = nexthop.params[2].to_bytes(6, "big") + nexthop.params[1].to_bytes(6, "big")
+            if len(self.l2_cache) >= HASH_CACHE_MAX:
+                self.l2_cache.clear()
+            self.l2_cache[nexthop] = l2
+        hop_limit = cur[21] - 1
         # ---- egress (at enqueue time)
         cell = port * 8 + priority
         enq = qdepth(port, priority)[0]
         if enq > 0x7FFFF:
             enq = 0x7FFFF
-        if enq > self.max_qdepth.cells[cell]:
-            self.max_qdepth.cells[cell] = enq
+        qmax = self.max_qdepth.cells
+        if 0 <= cell < len(qmax) and enq > qmax[cell]:
+            qmax[cell] = enq
         ecn_th = trim_th = last_hop = trim_dscp = trim_prio = 0
         pc = self.port_config.entries.get((port,))
         pc_act = pc.action if pc is not None and pc.action else self.port_config.default
@@ -228,6 +242,8 @@ class MrcDataPath:
             ecn_th, trim_th, last_hop, trim_dscp, trim_prio = pc_act.params
         trimmed = marked = False
         if trimmable and trim_th and enq >= trim_th:
+            if buf is None:
+                cur = buf = bytearray(frame)
             self.trims.count(cell, len(buf))
             cut = len(buf) - hdr_bytes
             if cut > 0:
@@ -244,14 +260,25 @@ class MrcDataPath:
                 _set_dscp(buf, inner_off, trim_dscp)
             priority = trim_prio
             trimmed = True
-        elif not last_hop and ecn_th and buf[15] & 0x30 and enq >= ecn_th:
+        elif not last_hop and ecn_th and cur[15] & 0x30 and enq >= ecn_th:
+            if buf is None:
+                cur = buf = bytearray(frame)
             buf[15] |= 0x30
             self.ecn_marks.count(cell, len(buf))
             marked = True
-        self.tx.count(port * 8 + class_id, len(buf))
-        return [EgressPacket(port, priority, bytes(buf), trimmed, marked)]
+        if buf is None:
+            data = b"".join((l2, frame[12:21], HOP_BYTES[hop_limit], memoryview(frame)[22:]))
+        else:
+            buf[0:12] = l2
+            buf[21] = hop_limit
+            data = bytes(buf)
+        cell_out = port * 8 + class_id
+        if 0 <= cell_out < self.tx.size:
+            self.tx.packets[cell_out] += 1
+            self.tx.bytes[cell_out] += len(data)
+        return [EgressPacket(port, priority, data, trimmed, marked)]
 
-    def _ecmp(self, group: int, buf: bytearray, sport: int, dport: int) -> ActionCall | None:
+    def _ecmp(self, group: int, buf: bytes | bytearray, sport: int, dport: int) -> ActionCall | None:
         entry = self.ecmp.entries.get((group,))
         if entry is None:
             return None
