@@ -237,14 +237,7 @@ class LogRecord:
     data: dict[str, Any]
 
 
-Event = (
-    Completion
-    | AsyncEvent
-    | EvStateChanged
-    | EndpointResponse
-    | EndpointTimeout
-    | LogRecord
-)
+Event = Completion | AsyncEvent | EvStateChanged | EndpointResponse | EndpointTimeout | LogRecord
 
 
 @dataclass(slots=True)

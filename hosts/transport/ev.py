@@ -1,0 +1,267 @@
+"""Per-QP entropy-value manager: EV states, spraying rotation, replacement, plane masks.
+
+State rules (mrc-protocol.md, "EV states"):
+
+- GOOD -> SKIP on SACK m=SKIP_ONCE or NACK TRIMMED; SKIP -> GOOD by itself when the rotation
+  completes its current round (the EV is skipped for the rest of that round).
+- GOOD/SKIP -> ASSUMED_BAD on SACK m=ALWAYS_SKIP or an ACK timeout whose packet was not
+  trimmed; ASSUMED_BAD -> GOOD when an EV probe (or a reliability probe answered with m=NONE)
+  comes back on it.
+- any -> DENIED and DENIED -> GOOD only by the controller (set_state with controller=True).
+
+Datapath demotions that would leave fewer than ``ev_min_active`` usable EVs are refused and
+counted in ``refused``. Only ``active_count`` EVs (0 = all) are sprayed over; when an active EV
+leaves GOOD, a GOOD spare of the same plane (NIC port) takes its place. EVs whose local port
+is down, or whose plane the peer announced down (port status update), are not used at all.
+The rotation is a fixed pseudo-random permutation (``FixedRotation``); any object with the
+``SprayPolicy`` methods can replace it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from hosts.transport.profiles import EvEntry
+from hosts.transport.types import EvState
+
+
+class SprayPolicy(Protocol):
+    """Chooses the next EV among the usable ones (indices into the profile's EV list)."""
+
+    def rebuild(self, usable: Sequence[int]) -> None:
+        """The usable set changed (kept in the policy's own order)."""
+        ...
+
+    def pick(self, avoid: int) -> tuple[int, bool]:
+        """Next usable index (not ``avoid`` when possible) or -1; and whether a round ended."""
+        ...
+
+
+class FixedRotation:
+    """A seeded permutation of all EVs, walked round-robin over the usable ones."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        order = list(range(n))
+        random.Random(seed).shuffle(order)
+        self._rank = {idx: pos for pos, idx in enumerate(order)}
+        self._ring: list[int] = []
+        self._pos = 0
+
+    def rebuild(self, usable: Sequence[int]) -> None:
+        current = self._ring[self._pos] if self._ring and self._pos < len(self._ring) else None
+        self._ring = sorted(usable, key=self._rank.__getitem__)
+        self._pos = 0
+        if current is not None:
+            # continue after the EV we were at, so a rebuild does not restart the round
+            rank = self._rank[current]
+            for i, idx in enumerate(self._ring):
+                if self._rank[idx] >= rank:
+                    self._pos = i
+                    break
+
+    def pick(self, avoid: int) -> tuple[int, bool]:
+        ring = self._ring
+        n = len(ring)
+        if n == 0:
+            return -1, False
+        pos = self._pos
+        if pos >= n:
+            pos = 0
+        idx = ring[pos]
+        pos += 1
+        wrapped = pos >= n
+        if idx == avoid and n > 1:
+            if wrapped:
+                pos = 0
+            idx = ring[pos]
+            pos += 1
+            wrapped = wrapped or pos >= n
+        self._pos = 0 if wrapped else pos
+        return idx, wrapped
+
+
+Emit = Callable[[int, EvState, EvState, str], None]
+
+
+class EvManager:
+    """EV states and choice for one QP. ``emit(index, old, new, reason)`` reports changes."""
+
+    def __init__(
+        self,
+        entries: list[EvEntry],
+        *,
+        active_count: int,
+        min_active: int,
+        seed: int,
+        emit: Emit,
+        policy: SprayPolicy | None = None,
+    ) -> None:
+        self.evs = [e.ev for e in entries]
+        self.ports = [e.port for e in entries]
+        self.states = [EvState.GOOD] * len(entries)
+        self.index = {e.ev: i for i, e in enumerate(entries)}
+        n = len(entries)
+        self.active_count = active_count if 0 < active_count < n else n
+        self.active = [False] * n
+        self._activate_initial()
+        self.min_active = max(0, min_active)
+        self.local_mask = -1  # all ports
+        self.remote_mask = -1  # all peer planes
+        self.refused = 0
+        self.fallbacks = 0
+        self._emit = emit
+        self._policy: SprayPolicy = policy or FixedRotation(n, seed)
+        self._usable: list[int] = []
+        self._usable_set: set[int] = set()
+        self._skipped: list[int] = []
+        self.version = 0  # bumped whenever the usable set may have changed
+        self.n_bad = 0
+        self._rebuild()
+
+    # -- queries ------------------------------------------------------------------------
+    def plane_ok(self, port: int) -> bool:
+        return bool((self.local_mask >> port) & 1 and (self.remote_mask >> port) & 1)
+
+    def usable_count(self) -> int:
+        return len(self._usable)
+
+    def usable(self) -> list[int]:
+        return list(self._usable)
+
+    def has_bad(self) -> bool:
+        return self.n_bad > 0
+
+    def bad(self) -> list[int]:
+        """ASSUMED_BAD EVs on usable planes (candidates for EV probes)."""
+        return [
+            i
+            for i, s in enumerate(self.states)
+            if s == EvState.ASSUMED_BAD and self.plane_ok(self.ports[i])
+        ]
+
+    # -- choice ---------------------------------------------------------------------------
+    def pick(self, avoid: int = -1) -> int:
+        """Index of the EV for the next packet, or -1 when no plane is usable at all."""
+        idx, wrapped = self._policy.pick(avoid)
+        if wrapped and self._skipped:
+            self._end_round()
+        if idx >= 0:
+            return idx
+        return self._fallback(avoid)
+
+    def pick_on_port(self, port: int) -> int:
+        """An EV bound to ``port`` (for control packets that must use a given plane)."""
+        best = -1
+        for i, p in enumerate(self.ports):
+            if p == port:
+                if self.states[i] == EvState.GOOD:
+                    return i
+                if best < 0 and self.states[i] != EvState.DENIED:
+                    best = i
+        return best
+
+    def _fallback(self, avoid: int) -> int:
+        """No GOOD active EV on a usable plane: use any non-DENIED EV on a usable plane
+        (SKIP first, then spares, then ASSUMED_BAD), so the QP never stalls while a path may
+        still work. Returns -1 only when no usable plane exists."""
+        for want in (EvState.SKIP, EvState.GOOD, EvState.ASSUMED_BAD):
+            for i, s in enumerate(self.states):
+                if s == want and i != avoid and self.plane_ok(self.ports[i]):
+                    self.fallbacks += 1
+                    return i
+        for i, s in enumerate(self.states):
+            if s != EvState.DENIED and self.plane_ok(self.ports[i]):
+                self.fallbacks += 1
+                return i
+        return -1
+
+    # -- transitions ----------------------------------------------------------------------
+    def set_state(self, i: int, new: EvState, reason: str, *, controller: bool = False) -> bool:
+        """Apply a transition; returns False when refused (illegal or below ev_min_active)."""
+        old = self.states[i]
+        if old == new:
+            return False
+        if old == EvState.DENIED and not controller:
+            return False
+        if not controller:
+            if new == EvState.GOOD and old == EvState.SKIP:
+                pass
+            elif new == EvState.GOOD and old != EvState.ASSUMED_BAD:
+                return False
+            if new in (EvState.SKIP, EvState.ASSUMED_BAD) and old in (
+                EvState.GOOD,
+                EvState.SKIP,
+            ):
+                in_use = i in self._usable_set
+                if in_use and len(self._usable) - 1 < self.min_active:
+                    self.refused += 1
+                    return False
+            if new == EvState.SKIP and old != EvState.GOOD:
+                return False
+        self.states[i] = new
+        self.n_bad += (new == EvState.ASSUMED_BAD) - (old == EvState.ASSUMED_BAD)
+        if new == EvState.SKIP:
+            self._skipped.append(i)
+        if new in (EvState.ASSUMED_BAD, EvState.DENIED) and self.active[i]:
+            self._replace(i)
+        elif new == EvState.GOOD and not self.active[i] and sum(self.active) < self.active_count:
+            self.active[i] = True
+        self._rebuild()
+        self._emit(i, old, new, reason)
+        return True
+
+    def _end_round(self) -> None:
+        skipped, self._skipped = self._skipped, []
+        for i in skipped:
+            if self.states[i] == EvState.SKIP:
+                self.states[i] = EvState.GOOD
+                self._emit(i, EvState.SKIP, EvState.GOOD, "skip_round_done")
+        self._rebuild()
+
+    def set_masks(self, local_mask: int | None = None, remote_mask: int | None = None) -> None:
+        if local_mask is not None:
+            self.local_mask = local_mask
+        if remote_mask is not None:
+            self.remote_mask = remote_mask
+        self._rebuild()
+
+    # -- internals ------------------------------------------------------------------------
+    def _activate_initial(self) -> None:
+        """Spread the active set evenly over planes, in profile order within a plane."""
+        by_port: dict[int, list[int]] = {}
+        for i, p in enumerate(self.ports):
+            by_port.setdefault(p, []).append(i)
+        lists = [by_port[p] for p in sorted(by_port)]
+        chosen = 0
+        k = 0
+        while chosen < self.active_count:
+            progressed = False
+            for lst in lists:
+                if k < len(lst) and chosen < self.active_count:
+                    self.active[lst[k]] = True
+                    chosen += 1
+                    progressed = True
+            if not progressed:
+                break
+            k += 1
+
+    def _replace(self, i: int) -> None:
+        self.active[i] = False
+        port = self.ports[i]
+        for j, p in enumerate(self.ports):
+            if p == port and not self.active[j] and self.states[j] == EvState.GOOD:
+                self.active[j] = True
+                return
+
+    def _rebuild(self) -> None:
+        usable = [
+            i
+            for i, s in enumerate(self.states)
+            if s == EvState.GOOD and self.active[i] and self.plane_ok(self.ports[i])
+        ]
+        self._usable = usable
+        self._usable_set = set(usable)
+        self.version += 1
+        self._policy.rebuild(usable)

@@ -1,0 +1,485 @@
+"""One QP: lifecycle (RESET -> INIT -> RTR -> RTS -> ERR), attribute rules, and the glue
+between its requester half (sends Writes, handles SACK/NACK) and responder half (places data,
+sends SACK/NACK). Control packets of both halves share one queue that is always sent first.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Protocol
+
+from common.classes import TrafficClass
+from hosts.transport.cc import CongestionControl, NoCongestionControl
+from hosts.transport.ev import EvManager
+from hosts.transport.memory import MemoryTable
+from hosts.transport.profiles import CcProfile, EvProfile
+from hosts.transport.psn import MPR_UNIT
+from hosts.transport.requester import Requester
+from hosts.transport.responder import Responder
+from hosts.transport.types import (
+    AsyncEvent,
+    AsyncEventKind,
+    Completion,
+    EvState,
+    EvStateChanged,
+    HostConfig,
+    LogRecord,
+    QpAttr,
+    QpAttrMask,
+    QpError,
+    QpHintFlag,
+    QpState,
+    QpType,
+    RecvWR,
+    RetryAttr,
+    RxMeta,
+    SendWR,
+    TxPacket,
+    WcOpcode,
+    WcStatus,
+)
+from hosts.wire import MrcPacket, Opcode
+
+if TYPE_CHECKING:
+    from hosts.transport.types import Event
+
+M = QpAttrMask
+# (from, to) -> (required attributes, optional attributes)
+_TRANSITIONS: dict[tuple[QpState, QpState], tuple[QpAttrMask, QpAttrMask]] = {
+    (QpState.RESET, QpState.INIT): (M.HINT | M.EV_PROFILE | M.CC_PROFILE, M.PATH_MTU),
+    (QpState.INIT, QpState.INIT): (M(0), M.HINT | M.EV_PROFILE | M.CC_PROFILE | M.PATH_MTU),
+    (QpState.INIT, QpState.RTR): (
+        M.MPR_DEST | M.MAX_WIMM_DEST | M.DEST_QPN | M.DEST_GIDS,
+        M.RQ_PSN | M.PATH_MTU,
+    ),
+    (QpState.RTR, QpState.RTS): (M.MPR | M.MAX_WIMM | M.RETRY | M.TIMEOUT, M.SQ_PSN),
+    (QpState.RTS, QpState.RTS): (M(0), M.RETRY | M.TIMEOUT),
+}
+
+DATA_OPCODES = frozenset(
+    {
+        Opcode.WRITE_FIRST,
+        Opcode.WRITE_MIDDLE,
+        Opcode.WRITE_LAST,
+        Opcode.WRITE_LAST_IMM,
+        Opcode.WRITE_ONLY,
+        Opcode.WRITE_ONLY_IMM,
+    }
+)
+
+
+class Qp:
+    """State of one QP; created and driven by HostCore."""
+
+    def __init__(
+        self,
+        host: QpHost,
+        qpn: int,
+        qp_type: QpType,
+        send_cq: int,
+        recv_cq: int,
+        max_send_wr: int,
+        max_recv_wr: int,
+    ) -> None:
+        self.host = host
+        self.cfg = host.config
+        self.qpn = qpn
+        self.qp_type = qp_type
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.max_send_wr = max_send_wr
+        self.max_recv_wr = max_recv_wr
+        self.attr = QpAttr()
+        self.state = QpState.RESET
+        self.ev: EvManager | None = None
+        self.ev_profile: EvProfile | None = None
+        self.cc: CongestionControl = NoCongestionControl(self.cfg.default_cc_window)
+        self.req: Requester | None = None
+        self.resp: Responder | None = None
+        self.ctrl: deque[TxPacket] = deque()
+        self.recvq: deque[RecvWR] = deque()
+        self.stats: dict[str, int] = {}
+        self.dest_gids: tuple[bytes, ...] = ()
+        self.dest_qpn = 0
+        self.mtu = self.cfg.mtu
+        self._route_cache: dict[int, tuple[int, bytes, int]] = {}
+        self._route_version = -1
+        self.next_ev_probe = 0.0
+        dscp = self.cfg.classes.dscp
+        self.dscp_trimmed = dscp[TrafficClass.TRIMMED]
+        self.dscp_trimmed_lasthop = dscp[TrafficClass.TRIMMED_LASTHOP]
+
+    # -- helpers used by both halves -----------------------------------------------------
+    def count(self, name: str, n: int = 1) -> None:
+        self.stats[name] = self.stats.get(name, 0) + n
+
+    def emit(self, event: Event) -> None:
+        self.host.events.append(event)
+
+    def log(self, now: float, name: str, **data: object) -> None:
+        self.host.events.append(LogRecord(now, self.qpn, name, dict(data)))
+
+    @property
+    def hint(self) -> QpHintFlag:
+        return self.attr.qp_hint
+
+    def ctrl_route(self, port: int) -> tuple[int, bytes, int]:
+        """(port, dst_gid, ev) for a control packet, preferring plane ``port``."""
+        ev = self.ev
+        assert ev is not None
+        if ev.version != self._route_version:
+            self._route_cache.clear()
+            self._route_version = ev.version
+        route = self._route_cache.get(port)
+        if route is not None:
+            return route
+        idx = ev.pick_on_port(port) if ev.plane_ok(port) else -1
+        if idx < 0:
+            idx = ev.pick()
+        if idx < 0:
+            # no usable plane at all: answer on the ingress plane anyway (it just worked)
+            p = port if port < len(self.dest_gids) else 0
+            route = (p, self.dest_gids[p] if self.dest_gids else b"\x00" * 16, 0)
+        else:
+            p = ev.ports[idx]
+            route = (p, self.dest_gids[p], ev.evs[idx])
+        self._route_cache[port] = route
+        return route
+
+    def send_ctrl(self, pkt: MrcPacket, port: int) -> None:
+        p, dst, ev = self.ctrl_route(port)
+        self.ctrl.append(TxPacket(pkt, p, dst, ev, TrafficClass.CONTROL, False))
+        self.host.mark_ready(self)
+
+    def _on_ev_change(self, idx: int, old: EvState, new: EvState, reason: str) -> None:
+        ev = self.ev
+        assert ev is not None and self.ev_profile is not None
+        self.emit(
+            EvStateChanged(
+                self.qpn, self.ev_profile.profile_id, ev.evs[idx], ev.ports[idx], old, new, reason
+            )
+        )
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def modify(
+        self,
+        attr: QpAttr,
+        mask: QpAttrMask,
+        now: float,
+        ev_profile: EvProfile | None,
+        cc_profile: CcProfile | None,
+    ) -> None:
+        cur = self.state
+        new = attr.qp_state if mask & M.STATE else cur
+        if new in (QpState.RESET, QpState.ERR) and (mask & M.STATE):
+            if new == QpState.RESET:
+                self._reset()
+            elif cur != QpState.ERR:
+                self.fail(now, WcStatus.WR_FLUSH_ERR, "moved to ERR by modify_qp")
+            return
+        rule = _TRANSITIONS.get((cur, new))
+        if rule is None:
+            raise QpError(f"QP {self.qpn}: illegal transition {cur.name} -> {new.name}")
+        required, optional = rule
+        given = mask & ~M.STATE
+        missing = required & ~given
+        if missing:
+            raise QpError(f"QP {self.qpn}: {cur.name} -> {new.name} needs {missing!r}")
+        extra = given & ~(required | optional)
+        if extra:
+            raise QpError(f"QP {self.qpn}: {extra!r} not allowed in {cur.name} -> {new.name}")
+        self._validate(attr, given, ev_profile)
+        # everything checked: apply
+        a = self.attr
+        if given & M.HINT:
+            a.qp_hint = attr.qp_hint
+        if given & M.EV_PROFILE:
+            a.ev_profile_id = attr.ev_profile_id
+        if given & M.CC_PROFILE:
+            a.cc_profile_id = attr.cc_profile_id
+        if given & M.PATH_MTU:
+            a.path_mtu = attr.path_mtu
+        if given & M.MPR_DEST:
+            a.mpr_dest = attr.mpr_dest
+        if given & M.MAX_WIMM_DEST:
+            a.max_wimm_dest = attr.max_wimm_dest
+        if given & M.DEST_QPN:
+            a.dest_qpn = attr.dest_qpn
+        if given & M.DEST_GIDS:
+            a.dest_gids = tuple(bytes(g) for g in attr.dest_gids)
+        if given & M.RQ_PSN:
+            a.rq_psn = attr.rq_psn
+        if given & M.SQ_PSN:
+            a.sq_psn = attr.sq_psn
+        if given & M.MPR:
+            a.mpr = attr.mpr
+        if given & M.MAX_WIMM:
+            a.max_wimm = attr.max_wimm
+        if given & M.RETRY:
+            a.retry = RetryAttr(attr.retry.linear_cnt, attr.retry.exp_cnt)
+        if given & M.TIMEOUT:
+            a.timeout = attr.timeout
+        self.mtu = min(a.path_mtu, self.cfg.mtu)
+        if new == QpState.INIT and given & (M.EV_PROFILE | M.CC_PROFILE):
+            if given & M.EV_PROFILE:
+                assert ev_profile is not None
+                self._bind_ev(ev_profile)
+            if given & M.CC_PROFILE:
+                self._bind_cc(cc_profile)
+        if new == QpState.RTR and cur == QpState.INIT:
+            self.dest_gids = a.dest_gids
+            self.dest_qpn = a.dest_qpn
+            assert self.ev is not None
+            self.ev.set_masks(
+                local_mask=self.host.port_status_mask,
+                remote_mask=(1 << len(self.dest_gids)) - 1,
+            )
+            self.resp = Responder(self, a.rq_psn, a.mpr_dest * MPR_UNIT, a.max_wimm_dest)
+        if new == QpState.RTS and cur == QpState.RTR:
+            self.req = Requester(self, a.sq_psn, a.mpr * MPR_UNIT, a.max_wimm, now)
+        if new == QpState.RTS and self.req is not None:
+            self.req.configure_timers()
+        self.state = new
+        a.qp_state = new
+        self.log(now, "qp:state", old=cur.name, new=new.name)
+
+    def _validate(self, attr: QpAttr, given: QpAttrMask, ev_profile: EvProfile | None) -> None:
+        if given & M.EV_PROFILE and ev_profile is None:
+            raise QpError(f"EV profile {attr.ev_profile_id} is not installed")
+        if given & M.PATH_MTU and not 256 <= attr.path_mtu <= 65536:
+            raise QpError("path_mtu must be 256..65536")
+        if given & M.MPR_DEST and not 1 <= attr.mpr_dest <= 255:
+            raise QpError("mpr_dest must be 1..255 (units of 128 PSNs)")
+        if given & M.MPR and not 1 <= attr.mpr <= 255:
+            raise QpError("mpr must be 1..255 (units of 128 PSNs)")
+        if given & M.MAX_WIMM_DEST and not 1 <= attr.max_wimm_dest <= 0x7FFF:
+            raise QpError("max_wimm_dest must be 1..32767")
+        if given & M.MAX_WIMM and not 1 <= attr.max_wimm <= 0x7FFF:
+            raise QpError("max_wimm must be 1..32767")
+        if given & M.TIMEOUT and not 0 <= attr.timeout <= 24:
+            raise QpError("timeout must be 0..24")
+        if given & M.RETRY and not (
+            0 <= attr.retry.linear_cnt <= 7 and 0 <= attr.retry.exp_cnt <= 25
+        ):
+            raise QpError("retry.linear_cnt must be 0..7 and retry.exp_cnt 0..25")
+        if given & M.DEST_QPN and not 3 <= attr.dest_qpn <= 0xFFFFFF:
+            raise QpError("dest_qpn must be 3..0xFFFFFF")
+        if given & M.DEST_GIDS and (
+            not attr.dest_gids or any(len(g) != 16 for g in attr.dest_gids)
+        ):
+            raise QpError("dest_gids must be one 16-byte address per plane")
+        if (given & M.RQ_PSN and not 0 <= attr.rq_psn <= 0xFFFFFF) or (
+            given & M.SQ_PSN and not 0 <= attr.sq_psn <= 0xFFFFFF
+        ):
+            raise QpError("PSNs are 24 bits")
+
+    def _bind_ev(self, profile: EvProfile) -> None:
+        entries = profile.expand()
+        nports = len(self.cfg.ports)
+        entries = [e for e in entries if e.port < nports]
+        if not entries:
+            raise QpError(f"EV profile {profile.profile_id} has no EV on this host's ports")
+        self.ev_profile = profile
+        active = profile.active_count
+        if self.qp_type == QpType.RC:
+            active = 1
+        self.ev = EvManager(
+            entries,
+            active_count=active,
+            min_active=profile.ev_min_active,
+            seed=self.cfg.seed * 1_000_003 + self.qpn,
+            emit=self._on_ev_change,
+        )
+        self.ev.set_masks(local_mask=self.host.port_status_mask)
+
+    def _bind_cc(self, profile: CcProfile | None) -> None:
+        if self.cfg.cc_factory is not None:
+            self.cc = self.cfg.cc_factory(profile, self.qpn)
+        else:
+            self.cc = NoCongestionControl(self.cfg.default_cc_window)
+
+    def _reset(self) -> None:
+        self.__init__(  # type: ignore[misc]
+            self.host,
+            self.qpn,
+            self.qp_type,
+            self.send_cq,
+            self.recv_cq,
+            self.max_send_wr,
+            self.max_recv_wr,
+        )
+
+    def fail(self, now: float, status: WcStatus, detail: str, *, first_status: bool = True) -> None:
+        """Move to ERR: the oldest outstanding send completes with ``status``, everything
+        else (sends and posted receives) with WR_FLUSH_ERR; async events are raised."""
+        if self.state == QpState.ERR:
+            return
+        old = self.state
+        self.state = QpState.ERR
+        self.attr.qp_state = QpState.ERR
+        req = self.req
+        if req is not None:
+            st = status if first_status else WcStatus.WR_FLUSH_ERR
+            for wqe in req.flush():
+                self.emit(Completion(self.send_cq, self.qpn, wqe.wr_id, st, WcOpcode.RDMA_WRITE))
+                st = WcStatus.WR_FLUSH_ERR
+        while self.recvq:
+            r = self.recvq.popleft()
+            self.emit(
+                Completion(
+                    self.recv_cq,
+                    self.qpn,
+                    r.wr_id,
+                    WcStatus.WR_FLUSH_ERR,
+                    WcOpcode.RECV_RDMA_WITH_IMM,
+                )
+            )
+        if status == WcStatus.RETRY_EXC_ERR:
+            self.emit(AsyncEvent(AsyncEventKind.RETRY_EXCEEDED, self.qpn, None, detail))
+        self.emit(AsyncEvent(AsyncEventKind.QP_FATAL, self.qpn, None, detail))
+        self.log(now, "qp:state", old=old.name, new="ERR", detail=detail)
+
+    # -- work requests ------------------------------------------------------------------
+    def post_send(self, wr: SendWR, view: memoryview, now: float) -> None:
+        if self.state == QpState.ERR:
+            self.emit(
+                Completion(
+                    self.send_cq, self.qpn, wr.wr_id, WcStatus.WR_FLUSH_ERR, WcOpcode.RDMA_WRITE
+                )
+            )
+            return
+        if self.state != QpState.RTS or self.req is None:
+            raise QpError(f"QP {self.qpn}: post_send needs RTS (is {self.state.name})")
+        if self.req.queued() >= self.max_send_wr:
+            raise QpError(f"QP {self.qpn}: send queue full ({self.max_send_wr})")
+        self.req.post(wr, view, now)
+        self.host.mark_ready(self)
+
+    def post_recv(self, wr: RecvWR) -> None:
+        if self.state == QpState.RESET:
+            raise QpError(f"QP {self.qpn}: post_recv needs INIT or later")
+        if self.state == QpState.ERR:
+            self.emit(
+                Completion(
+                    self.recv_cq,
+                    self.qpn,
+                    wr.wr_id,
+                    WcStatus.WR_FLUSH_ERR,
+                    WcOpcode.RECV_RDMA_WITH_IMM,
+                )
+            )
+            return
+        if len(self.recvq) >= self.max_recv_wr:
+            raise QpError(f"QP {self.qpn}: receive queue full ({self.max_recv_wr})")
+        self.recvq.append(wr)
+
+    # -- packets ------------------------------------------------------------------------
+    def receive(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        state = self.state
+        if state < QpState.RTR or state == QpState.ERR:
+            self.count("rx_dropped_state")
+            return
+        op = pkt.bth.opcode
+        if op in DATA_OPCODES:
+            assert self.resp is not None
+            self.resp.on_data(pkt, meta, now)
+        elif op == Opcode.SACK:
+            if self.req is None or pkt.seth is None or pkt.cc_state is None:
+                self.count("rx_dropped_state")
+                return
+            self.req.on_sack(pkt, meta, now)
+        elif op == Opcode.NACK:
+            if self.req is None or pkt.neth is None:
+                self.count("rx_dropped_state")
+                return
+            self.req.on_nack(pkt, meta, now)
+        elif op == Opcode.ACK:
+            if self.req is None or pkt.aeth is None:
+                self.count("rx_dropped_state")
+                return
+            self.req.on_ack(pkt, meta, now)
+        elif op == Opcode.PROBE:
+            assert self.resp is not None
+            self.resp.on_probe(pkt, meta, now)
+        else:
+            self.count("rx_bad_opcode")
+
+    def poll(self, now: float, out: list[TxPacket], budget: int) -> int:
+        """Append up to ``budget`` packets to ``out``; returns how many."""
+        n = 0
+        ctrl = self.ctrl
+        while ctrl and n < budget:
+            out.append(ctrl.popleft())
+            n += 1
+        if self.state == QpState.RTS and self.req is not None and n < budget:
+            n += self.req.poll(now, out, budget - n)
+        return n
+
+    def has_output(self) -> bool:
+        if self.ctrl:
+            return True
+        return self.state == QpState.RTS and self.req is not None and self.req.has_output()
+
+    def next_timer(self) -> float | None:
+        t: float | None = None
+        if self.resp is not None and self.state in (QpState.RTR, QpState.RTS):
+            t = self.resp.next_timer()
+        if self.req is not None and self.state == QpState.RTS:
+            t2 = self.req.next_timer()
+            if t2 is not None and (t is None or t2 < t):
+                t = t2
+            if self.ev is not None and self.ev.has_bad():
+                t3 = self.next_ev_probe
+                if t is None or t3 < t:
+                    t = t3
+        return t
+
+    def handle_timer(self, now: float) -> None:
+        if self.state == QpState.ERR or self.state < QpState.RTR:
+            return
+        if self.resp is not None:
+            self.resp.handle_timer(now)
+        if self.req is not None and self.state == QpState.RTS:
+            self.req.handle_timer(now)
+            ev = self.ev
+            if ev is not None and ev.has_bad() and now >= self.next_ev_probe:
+                self.next_ev_probe = now + self.cfg.ev_probe_interval
+                for idx in ev.bad():
+                    port = ev.ports[idx]
+                    self.host.ev_probe_for_qp(self, idx, self.dest_gids[port], port, now)
+        if self.has_output():
+            self.host.mark_ready(self)
+
+    def ev_probe_answered(self, idx: int, now: float) -> None:
+        ev = self.ev
+        if ev is not None and idx < len(ev.states) and ev.states[idx] == EvState.ASSUMED_BAD:
+            ev.set_state(idx, EvState.GOOD, "ev_probe_ok")
+            self.host.mark_ready(self)
+
+    def planes_changed(self, local_mask: int | None, remote_mask: int | None, now: float) -> None:
+        """A local port or a peer plane changed: EVs follow at once, and packets in flight on
+        a plane that just went away are retransmitted on the others."""
+        ev = self.ev
+        if ev is None:
+            return
+        before = [ev.plane_ok(p) for p in range(max(len(self.cfg.ports), len(self.dest_gids)))]
+        ev.set_masks(local_mask=local_mask, remote_mask=remote_mask)
+        lost_ports = {p for p, ok in enumerate(before) if ok and not ev.plane_ok(p)}
+        if lost_ports and self.req is not None and self.state == QpState.RTS:
+            self.req.requeue_ports(lost_ports, now)
+        self.host.mark_ready(self)
+
+
+class QpHost(Protocol):
+    """What a Qp needs from its HostCore (kept narrow so the Qp is testable on its own)."""
+
+    config: HostConfig
+    memory: MemoryTable
+    events: deque[Event]
+
+    @property
+    def port_status_mask(self) -> int: ...
+
+    def mark_ready(self, qp: Qp) -> None: ...
+
+    def ev_probe_for_qp(self, qp: Qp, idx: int, dst_gid: bytes, port: int, now: float) -> None: ...

@@ -1,0 +1,720 @@
+"""Requester half of a QP: segmentation, spraying, MPR window, SACK/NACK processing, loss
+recovery (fast-loss detector, reliability probes, ACK timeout with linear then exponential
+backoff, optional per-packet timers) and send completions in posting order.
+
+Per-PSN state lives in rings indexed by ``psn & mask`` (the ring is at least as large as the
+MPR window); the SACK scoreboard and the retransmit set are Python ints used as bitmaps whose
+bit i stands for PSN ``una + i``. In RC mode the same code does go-back-N from cumulative
+ACK/NAK and never reads SACK bitmaps.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from common.classes import TrafficClass
+from hosts.transport.cc import NackFeedback, SackFeedback
+from hosts.transport.loss import ReorderThreshold
+from hosts.transport.psn import (
+    PSN_MASK,
+    TS_PER_SECOND,
+    ack_timeout,
+    ts16,
+    ts_elapsed,
+    unwrap_psn,
+)
+from hosts.transport.types import (
+    EXP_CNT_INFINITE,
+    Completion,
+    EvState,
+    QpHintFlag,
+    QpState,
+    QpType,
+    SendWR,
+    TxPacket,
+    WcOpcode,
+    WcStatus,
+    WrOpcode,
+)
+from hosts.wire import (
+    Bth,
+    ImmDt,
+    Meth,
+    MrcPacket,
+    NackReason,
+    Opcode,
+    Peth,
+    Reth,
+    SackVerdict,
+    Tseth,
+)
+
+if TYPE_CHECKING:
+    from hosts.transport.qp import Qp
+
+_FLAG_INFLIGHT = 1  # bytes counted in bytes_in_flight
+_FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
+
+RC_NAK_SEQ = 0x60  # AETH syndrome: NAK, PSN sequence error
+
+
+class Wqe:
+    """A posted send work request and where its packets sit in PSN space."""
+
+    __slots__ = (
+        "first_psn",
+        "imm",
+        "is_imm",
+        "last_psn",
+        "length",
+        "msn",
+        "npkts",
+        "remote_addr",
+        "rkey",
+        "rqmsn",
+        "signaled",
+        "started",
+        "view",
+        "wr_id",
+    )
+
+    def __init__(self, wr: SendWR, view: memoryview, mtu: int, msn: int, rqmsn: int) -> None:
+        self.wr_id = wr.wr_id
+        self.view = view
+        self.length = wr.length
+        self.remote_addr = wr.remote_addr
+        self.rkey = wr.rkey
+        self.imm = wr.imm & 0xFFFFFFFF
+        self.is_imm = wr.opcode == WrOpcode.WRITE_WITH_IMM
+        self.signaled = wr.signaled
+        self.npkts = max(1, -(-wr.length // mtu))
+        self.msn = msn
+        self.rqmsn = rqmsn
+        self.first_psn = -1
+        self.last_psn = -1
+        self.started = False
+
+
+class Requester:
+    def __init__(self, qp: Qp, sq_psn: int, mpr_psns: int, max_wimm: int, now: float) -> None:
+        self.qp = qp
+        self.rc = qp.qp_type == QpType.RC
+        self.mtu = qp.mtu
+        self.una = sq_psn  # oldest PSN not yet acknowledged
+        self.next_psn = sq_psn
+        self.mpr_psns = mpr_psns  # own limit (RTS attr)
+        self.peer_mpr_psns = mpr_psns  # Dynamic MPR from SACKs (<= own)
+        self.window = mpr_psns
+        self.max_wimm = max_wimm
+        self.sacked = 0
+        self.lost = 0
+        size = 1
+        while size < mpr_psns + 1:
+            size <<= 1
+        self.mask = size - 1
+        self.r_wqe: list[Wqe | None] = [None] * size
+        self.r_time = [0.0] * size
+        self.r_seq = [0] * size
+        self.r_ev = [-1] * size
+        self.r_cnt = [0] * size
+        self.r_size = [0] * size
+        self.r_flags = [0] * size
+        self.txseq = 0
+        self.order: deque[tuple[int, int, float]] = deque()  # (txseq, psn, time) sent order
+        self.detector = ReorderThreshold(qp.cfg.reorder_threshold, max(1, mpr_psns // 2))
+        self.unsent: deque[Wqe] = deque()
+        self.outstanding: deque[Wqe] = deque()  # started, not completed
+        self.msn = 0
+        self.rqmsn = 0
+        self.wimm_inflight = 0
+        self.inflight = 0
+        self.retries = 0  # consecutive ACK timeouts without progress
+        self.last_progress = now
+        self.last_feedback = now
+        self.probe_pending = False
+        self.probe_id = 0
+        self.probe_time = 0.0
+        self.rcvd_bytes_wire = 0
+        self.srtt: float | None = None
+        self.min_rtt: float | None = None
+        hint = qp.hint
+        self.use_ts = bool(hint & QpHintFlag.TSETH)
+        self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
+        self.timeout_s = float("inf")
+        self.linear_cnt = 0
+        self.exp_cnt = 0
+        self.probe_after = float("inf")
+        self.per_packet = qp.cfg.per_packet_timeout
+        self.configure_timers()
+
+    def configure_timers(self) -> None:
+        a = self.qp.attr
+        self.timeout_s = ack_timeout(a.timeout)
+        self.linear_cnt = a.retry.linear_cnt
+        self.exp_cnt = a.retry.exp_cnt
+        cfg = self.qp.cfg.probe_after
+        self.probe_after = cfg if cfg is not None else self.timeout_s / 4
+
+    # -- posting ------------------------------------------------------------------------
+    def queued(self) -> int:
+        return len(self.unsent) + len(self.outstanding)
+
+    def post(self, wr: SendWR, view: memoryview, now: float) -> None:
+        rq = -1
+        if wr.opcode == WrOpcode.WRITE_WITH_IMM:
+            rq = self.rqmsn
+            self.rqmsn += 1
+        w = Wqe(wr, view, self.mtu, self.msn, rq if rq >= 0 else self.rqmsn)
+        self.msn += 1
+        self.unsent.append(w)
+
+    def has_output(self) -> bool:
+        if self.lost:
+            return True
+        if not self.unsent:
+            return False
+        return self.next_psn - self.una + 1 < self.window
+
+    # -- transmit -----------------------------------------------------------------------
+    def poll(self, now: float, out: list[TxPacket], budget: int) -> int:
+        n = 0
+        cc = self.qp.cc
+        mtu = self.mtu
+        while self.lost and n < budget:
+            lost = self.lost
+            low = lost & -lost
+            rel = low.bit_length() - 1
+            if rel + 1 >= self.window:
+                break  # beyond a shrunken Dynamic MPR window: wait
+            psn = self.una + rel
+            slot = psn & self.mask
+            if not cc.can_send(self.inflight, self.r_size[slot]):
+                return n
+            idx = self._pick(slot, True)
+            if idx < 0:
+                return n
+            tx = self._build(psn, slot, now, True, idx)
+            self.lost = lost ^ low
+            out.append(tx)
+            n += 1
+        unsent = self.unsent
+        while unsent and n < budget:
+            psn = self.next_psn
+            if psn - self.una + 1 >= self.window:
+                self.qp.count("tx_window_blocked")
+                break
+            w = unsent[0]
+            if not w.started:
+                if w.is_imm and self.wimm_inflight >= self.max_wimm:
+                    self.qp.count("tx_wimm_blocked")
+                    break
+                size = min(mtu, w.length)
+            else:
+                size = min(mtu, w.length - (psn - w.first_psn) * mtu)
+            if not cc.can_send(self.inflight, size):
+                break
+            idx = self._pick(slot_of := psn & self.mask, False)
+            if idx < 0:
+                break  # no usable plane at all
+            if not w.started:
+                w.started = True
+                w.first_psn = psn
+                w.last_psn = psn + w.npkts - 1
+                self.outstanding.append(w)
+                if w.is_imm:
+                    self.wimm_inflight += 1
+            slot = slot_of
+            self.r_wqe[slot] = w
+            self.r_size[slot] = size
+            self.r_cnt[slot] = 0
+            self.r_flags[slot] = 0
+            self.r_ev[slot] = -1
+            if self.una == psn and not self.lost:
+                self.last_progress = now
+                self.last_feedback = now
+            tx = self._build(psn, slot, now, False, idx)
+            self.next_psn = psn + 1
+            if psn == w.last_psn:
+                unsent.popleft()
+            out.append(tx)
+            n += 1
+        return n
+
+    def _pick(self, slot: int, rtx: bool) -> int:
+        ev = self.qp.ev
+        assert ev is not None
+        if self.rc or not rtx:
+            return ev.pick()
+        return ev.pick(self.r_ev[slot])  # never the EV the lost copy used
+
+    def _build(self, psn: int, slot: int, now: float, rtx: bool, idx: int) -> TxPacket:
+        qp = self.qp
+        ev = qp.ev
+        assert ev is not None
+        w = self.r_wqe[slot]
+        assert w is not None
+        k = psn - w.first_psn
+        off = k * self.mtu
+        size = self.r_size[slot]
+        last = k == w.npkts - 1
+        if w.npkts == 1:
+            op = Opcode.WRITE_ONLY_IMM if w.is_imm else Opcode.WRITE_ONLY
+        elif k == 0:
+            op = Opcode.WRITE_FIRST
+        elif last:
+            op = Opcode.WRITE_LAST_IMM if w.is_imm else Opcode.WRITE_LAST
+        else:
+            op = Opcode.WRITE_MIDDLE
+        ack_req = last or rtx or psn - self.una + 2 >= self.window
+        pkt = MrcPacket(
+            Bth(opcode=op, dest_qp=qp.dest_qpn, ack_req=ack_req, rtx=rtx, psn=psn & PSN_MASK),
+            Meth(w.rqmsn & 0xFFFF, w.msn & 0xFFFF),
+            Tseth(ts16(now)) if self.use_ts else None,
+            Reth(w.remote_addr + off, w.rkey, w.length),
+            ImmDt(w.imm) if w.is_imm and last else None,
+            payload=w.view[off : off + size],
+        )
+        seq = self.txseq
+        self.txseq = seq + 1
+        self.r_time[slot] = now
+        self.r_seq[slot] = seq
+        self.r_ev[slot] = idx
+        flags = self.r_flags[slot]
+        if not flags & _FLAG_INFLIGHT:
+            self.inflight += size
+            self.r_flags[slot] = flags | _FLAG_INFLIGHT
+        self.order.append((seq, psn, now))
+        if rtx:
+            self.r_cnt[slot] += 1
+            qp.count("tx_rtx")
+            tclass = TrafficClass.TRIMMABLE_RETX
+        else:
+            tclass = TrafficClass.TRIMMABLE
+        qp.count("tx_data")
+        port = ev.ports[idx]
+        if qp.cfg.log_packets:
+            qp.log(now, "transport:packet_sent", psn=psn, ev=ev.evs[idx], port=port, rtx=rtx)
+        return TxPacket(pkt, port, qp.dest_gids[port], ev.evs[idx], tclass, True)
+
+    # -- acknowledgements ---------------------------------------------------------------
+    def on_sack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+        qp = self.qp
+        s = pkt.seth
+        c = pkt.cc_state
+        assert s is not None and c is not None
+        if self.rc:
+            qp.count("rx_unexpected_sack")
+            return
+        una = self.una
+        cack = unwrap_psn(s.cack_psn, una - 1)
+        if cack >= self.next_psn or cack < una - 1 - self.mask:
+            qp.count("rx_bad_sack")
+            return
+        qp.count("rx_sack")
+        trig = cack + s.ack_psn_offset
+        rb = c.rcvd_bytes
+        rb_units = (rb - self.rcvd_bytes_wire) & PSN_MASK
+        stale = rb_units >= 1 << 23  # older than a SACK already processed (reordered)
+        if (
+            not s.pr
+            and rb_units == 0
+            and (trig < una or (trig < self.next_psn and (self.sacked >> (trig - una)) & 1))
+        ):
+            # a SACK that answers a duplicate arrival: a retransmission was not needed
+            qp.count("spurious_rtx")
+            self.detector.on_spurious()
+        self.last_feedback = now
+        self.probe_pending = False
+        span = self.next_psn - una
+        d = cack + 1 - una
+        bm = s.bitmap
+        rel = cack + s.sack_offset - una
+        bm = bm << rel if rel >= 0 else bm >> -rel
+        cum = (1 << d) - 1 if d > 0 else 0
+        newly = (cum | bm) & ((1 << span) - 1) & ~self.sacked
+        acked_bytes = 0
+        if newly:
+            acked_bytes = self._ack_bits(newly)
+            self.sacked |= newly
+            self.lost &= ~newly
+        if d > 0:
+            self._advance(d, now)
+        # feedback on the EV that triggered this SACK
+        ev = qp.ev
+        assert ev is not None
+        idx = ev.index.get(s.entropy, -1)
+        m = s.m
+        if idx >= 0:
+            if m == SackVerdict.SKIP_ONCE:
+                ev.set_state(idx, EvState.SKIP, "sack_skip_once")
+            elif m == SackVerdict.ALWAYS_SKIP:
+                ev.set_state(idx, EvState.ASSUMED_BAD, "sack_always_skip")
+            elif s.pr and ev.states[idx] == EvState.ASSUMED_BAD:
+                ev.set_state(idx, EvState.GOOD, "probe_ok")
+        if self.dyn_mpr and s.mpr:
+            self.peer_mpr_psns = s.mpr * 128
+            self.window = min(self.mpr_psns, self.peer_mpr_psns)
+        # congestion-control feedback
+        delta = 0
+        if not stale:
+            delta = rb_units * 256
+            self.rcvd_bytes_wire = rb
+        rtt: float | None = None
+        if self.use_ts and una <= trig < self.next_psn and self.r_cnt[trig & self.mask] == 0:
+            rtt = ts_elapsed(now, c.tx_timestamp)
+            self._rtt_sample(rtt)
+        qp.cc.on_sack(
+            SackFeedback(
+                now,
+                s.entropy,
+                m == SackVerdict.SKIP_ONCE,
+                acked_bytes,
+                delta,
+                rtt,
+                0.0,
+                c.ooo_count,
+                c.rcv_cwnd_pen,
+                c.restore,
+                self.inflight,
+            )
+        )
+        if s.pr and self.probe_time > 0:
+            self._probe_inference(cack + s.sack_offset)
+        self._detect()
+        if self.lost or (self.unsent and d > 0):
+            qp.host.mark_ready(qp)
+
+    def _rtt_sample(self, rtt: float) -> None:
+        if self.min_rtt is None or rtt < self.min_rtt:
+            self.min_rtt = rtt
+        self.srtt = rtt if self.srtt is None else 0.875 * self.srtt + 0.125 * rtt
+
+    def _ack_bits(self, newly: int) -> int:
+        """Account for newly acknowledged PSNs (bit i = una + i); returns their bytes."""
+        base = self.una
+        mask = self.mask
+        r_flags = self.r_flags
+        r_size = self.r_size
+        r_seq = self.r_seq
+        r_cnt = self.r_cnt
+        maxseq = -1
+        acked = 0
+        inflight = self.inflight
+        x = newly
+        while x:
+            low = x & -x
+            x ^= low
+            slot = (base + low.bit_length() - 1) & mask
+            size = r_size[slot]
+            acked += size
+            f = r_flags[slot]
+            if f & _FLAG_INFLIGHT:
+                inflight -= size
+                r_flags[slot] = f & ~_FLAG_INFLIGHT
+            if not r_cnt[slot]:  # Karn: which copy of a retransmitted PSN arrived is unknown
+                seq = r_seq[slot]
+                if seq > maxseq:
+                    maxseq = seq
+        self.inflight = inflight
+        self.detector.on_acked(maxseq)
+        return acked
+
+    def _advance(self, d: int, now: float) -> None:
+        """The cumulative ACK moved ``d`` PSNs: slide bitmaps, complete finished WQEs."""
+        self.sacked >>= d
+        self.lost >>= d
+        self.una += d
+        self.retries = 0
+        self.last_progress = now
+        una = self.una
+        outstanding = self.outstanding
+        qp = self.qp
+        while outstanding and outstanding[0].last_psn < una:
+            w = outstanding[0]
+            if w.last_psn >= self.next_psn:  # not fully sent yet
+                break
+            outstanding.popleft()
+            if w.is_imm:
+                self.wimm_inflight -= 1
+            if w.signaled:
+                qp.emit(
+                    Completion(
+                        qp.send_cq,
+                        qp.qpn,
+                        w.wr_id,
+                        WcStatus.SUCCESS,
+                        WcOpcode.RDMA_WRITE,
+                        w.length,
+                    )
+                )
+        order = self.order
+        while order and order[0][1] < una:
+            order.popleft()
+
+    def _mark_lost(self, psn: int) -> bool:
+        rel = psn - self.una
+        if rel < 0 or psn >= self.next_psn:
+            return False
+        bit = 1 << rel
+        if self.sacked & bit or self.lost & bit:
+            return False
+        self.lost |= bit
+        slot = psn & self.mask
+        f = self.r_flags[slot]
+        if f & _FLAG_INFLIGHT:
+            self.inflight -= self.r_size[slot]
+            self.r_flags[slot] = f & ~_FLAG_INFLIGHT
+        return True
+
+    def _detect(self) -> None:
+        """Fast-loss detection: walk the transmit-order queue from the oldest transmission."""
+        order = self.order
+        una = self.una
+        mask = self.mask
+        r_seq = self.r_seq
+        det = self.detector
+        found = 0
+        while order:
+            seq, psn, _t = order[0]
+            if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
+                order.popleft()
+                continue
+            if det.is_lost(seq):
+                order.popleft()
+                if self._mark_lost(psn):
+                    found += 1
+                continue
+            break
+        if found:
+            self.qp.count("loss_fast", found)
+
+    def _probe_inference(self, base: int) -> None:
+        """A probe answer shows the responder's state after everything sent before the probe
+        (minus a reordering guard): clear bits of its window for such PSNs are losses."""
+        guard = (self.srtt or 0.0) / 4
+        limit = self.probe_time - guard
+        end = min(base + 64, self.next_psn)
+        found = 0
+        for psn in range(self.una, end):
+            rel = psn - self.una
+            if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
+                continue
+            if self.r_time[psn & self.mask] <= limit and self._mark_lost(psn):
+                found += 1
+        self.probe_time = 0.0
+        if found:
+            self.qp.count("loss_probe", found)
+
+    def on_nack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+        qp = self.qp
+        n = pkt.neth
+        assert n is not None
+        psn = unwrap_psn(n.nack_psn, self.una)
+        reason = n.reason
+        qp.count(f"rx_nack_{reason:#x}")
+        self.last_feedback = now
+        if reason == NackReason.UNEXP_EVENT:
+            qp.fail(now, WcStatus.REM_ACCESS_ERR, f"peer NACK UNEXP_EVENT at PSN {psn}")
+            return
+        if not self.una <= psn < self.next_psn:
+            qp.count("rx_nack_stale")
+            return
+        rel = psn - self.una
+        if (self.sacked >> rel) & 1:
+            return
+        slot = psn & self.mask
+        if self._budget_exhausted(self.r_cnt[slot]):
+            qp.fail(now, WcStatus.RETRY_EXC_ERR, f"PSN {psn} NACKed {self.r_cnt[slot]} times")
+            return
+        ev = qp.ev
+        assert ev is not None
+        if reason == NackReason.TRIMMED:
+            self.r_flags[slot] |= _FLAG_TRIMMED
+            idx = ev.index.get(n.entropy, -1)
+            if idx >= 0 and not self.rc:
+                ev.set_state(idx, EvState.SKIP, "nack_trimmed")
+        elif reason == NackReason.TRIMMED_LASTHOP:
+            self.r_flags[slot] |= _FLAG_TRIMMED
+        self._mark_lost(psn)
+        qp.cc.on_nack(NackFeedback(now, n.entropy, reason, self.r_size[slot], self.inflight))
+        qp.host.mark_ready(qp)
+
+    def on_ack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+        """RC baseline: cumulative ACK (BTH PSN = last in-order PSN) or NAK sequence error
+        (BTH PSN = the PSN the responder expects): go back N from there."""
+        qp = self.qp
+        a = pkt.aeth
+        assert a is not None
+        psn = unwrap_psn(pkt.bth.psn, self.una)
+        self.last_feedback = now
+        self.probe_pending = False
+        if a.syndrome & 0x60 == RC_NAK_SEQ:
+            qp.count("rx_nak_seq")
+            expected = psn
+            if expected > self.una and expected <= self.next_psn:
+                d = expected - self.una
+                self._ack_bits(((1 << d) - 1) & ~self.sacked)
+                self._advance(d, now)
+            if self.una == expected:
+                self._go_back(now)
+            return
+        qp.count("rx_ack")
+        d = psn + 1 - self.una
+        if d <= 0 or psn >= self.next_psn:
+            return
+        self._ack_bits((1 << d) - 1)
+        self._advance(d, now)
+        if self.unsent:
+            qp.host.mark_ready(qp)
+
+    def _go_back(self, now: float) -> None:
+        span = self.next_psn - self.una
+        if span <= 0:
+            return
+        for psn in range(self.una, self.next_psn):
+            self._mark_lost(psn)
+        self.qp.count("rc_go_back")
+        self.qp.host.mark_ready(self.qp)
+
+    # -- timers -------------------------------------------------------------------------
+    def _budget_exhausted(self, tries: int) -> bool:
+        if self.exp_cnt >= EXP_CNT_INFINITE:
+            return False
+        return tries >= self.linear_cnt + self.exp_cnt + 1
+
+    def _interval(self) -> float:
+        k = self.retries
+        if k <= self.linear_cnt:
+            return self.timeout_s
+        return self.timeout_s * (1 << min(k - self.linear_cnt, 30))
+
+    def next_timer(self) -> float | None:
+        if self.una >= self.next_psn:
+            return None
+        t = self.last_progress + self._interval()
+        if not self.probe_pending and not self.rc:
+            tp = self.last_feedback + self.probe_after
+            if tp < t:
+                t = tp
+        if self.per_packet is not None and self.order:
+            tpp = self.order[0][2] + self.per_packet
+            if tpp < t:
+                t = tpp
+        return t
+
+    def handle_timer(self, now: float) -> None:
+        qp = self.qp
+        if self.una >= self.next_psn:
+            return
+        if self.per_packet is not None:
+            self._per_packet_expired(now)
+        if now >= self.last_progress + self._interval():
+            self._ack_timeout(now)
+            if qp.state == QpState.ERR:
+                return
+        if (
+            not self.rc
+            and not self.probe_pending
+            and now >= self.last_feedback + self.probe_after
+            and self.una < self.next_psn
+        ):
+            self._send_probe(now)
+
+    def _ack_timeout(self, now: float) -> None:
+        qp = self.qp
+        self.retries += 1
+        qp.count("timeouts")
+        if self.exp_cnt < EXP_CNT_INFINITE and self.retries > self.linear_cnt + self.exp_cnt:
+            qp.fail(
+                now,
+                WcStatus.RETRY_EXC_ERR,
+                f"local ACK timeout: {self.retries - 1} retries exhausted at PSN {self.una}",
+            )
+            return
+        qp.log(now, "recovery:ack_timeout", una=self.una, retries=self.retries)
+        head = self.una & self.mask
+        ev = qp.ev
+        assert ev is not None
+        if not self.rc and not self.r_flags[head] & _FLAG_TRIMMED and self.r_ev[head] >= 0:
+            ev.set_state(self.r_ev[head], EvState.ASSUMED_BAD, "ack_timeout")
+        # everything whose last copy is at least one timeout old is presumed lost
+        stale = now - self.timeout_s
+        r_time = self.r_time
+        mask = self.mask
+        for psn in range(self.una, self.next_psn):
+            if r_time[psn & mask] <= stale:
+                self._mark_lost(psn)
+        qp.cc.on_timeout(now, self.inflight)
+        self.last_progress = now
+        qp.host.mark_ready(qp)
+
+    def _per_packet_expired(self, now: float) -> None:
+        assert self.per_packet is not None
+        limit = now - self.per_packet
+        order = self.order
+        una = self.una
+        found = 0
+        while order and order[0][2] <= limit:
+            seq, psn, _t = order.popleft()
+            if psn < una or self.r_seq[psn & self.mask] != seq:
+                continue
+            if self._mark_lost(psn):
+                found += 1
+        if found:
+            self.qp.count("loss_per_packet_timer", found)
+            self.qp.host.mark_ready(self.qp)
+
+    def _send_probe(self, now: float) -> None:
+        qp = self.qp
+        ev = qp.ev
+        assert ev is not None
+        idx = ev.pick()
+        if idx < 0:
+            return
+        self.probe_id = (self.probe_id + 1) & 0xFFFF
+        port = ev.ports[idx]
+        ts = ts16(now)
+        pkt = MrcPacket(
+            Bth(opcode=Opcode.PROBE, dest_qp=qp.dest_qpn, psn=self.probe_id),
+            peth=Peth(self.probe_id, ts),
+        )
+        qp.ctrl.append(
+            TxPacket(pkt, port, qp.dest_gids[port], ev.evs[idx], TrafficClass.CONTROL, False)
+        )
+        self.probe_pending = True
+        self.probe_time = now
+        qp.count("tx_probe")
+        qp.host.mark_ready(qp)
+
+    # -- failures -----------------------------------------------------------------------
+    def requeue_ports(self, ports: set[int], now: float) -> None:
+        """Packets in flight on EVs of planes that went away are retransmitted elsewhere."""
+        ev = self.qp.ev
+        assert ev is not None
+        found = 0
+        for psn in range(self.una, self.next_psn):
+            idx = self.r_ev[psn & self.mask]
+            if idx >= 0 and ev.ports[idx] in ports and self._mark_lost(psn):
+                found += 1
+        if found:
+            self.qp.count("loss_plane_down", found)
+
+    def flush(self) -> list[Wqe]:
+        """Everything not completed, in posting order (the QP is going to ERR)."""
+        out = list(self.outstanding) + [w for w in self.unsent if not w.started]
+        self.outstanding.clear()
+        self.unsent.clear()
+        self.lost = 0
+        self.una = self.next_psn
+        return out
+
+    @property
+    def bytes_in_flight(self) -> int:
+        return self.inflight
+
+    def rtt_estimate(self) -> float | None:
+        return self.srtt
+
+
+__all__ = ["TS_PER_SECOND", "Requester", "Wqe"]

@@ -1,0 +1,358 @@
+"""Responder half of a QP: PSN tracking bitmap, out-of-order placement with R_Key and bounds
+checks, WriteImm receive consumption and in-order completion, SACK/NACK generation.
+
+Tracking state: ``cack`` is the last PSN received with everything before it; ``rbits`` bit i
+means PSN ``cack + 1 + i`` was received. Packets are accepted in ``[cack + 1, limit)`` where
+``limit`` is the highest ``cack + MPR`` ever advertised (so a Dynamic MPR shrink never turns
+packets already in flight into errors). ``unrep`` marks received PSNs no SACK has reported yet.
+
+SACK policy: coalesce in-order arrivals (every ``ack_coalesce`` packets or ``ack_delay`` after
+the first unacknowledged one), but answer at once on a gap (a packet beyond cack+1 or any
+while holes exist), a duplicate, the AckReq bit, ECN-CE (m=SKIP_ONCE) and a probe (pr=1).
+The 64-bit bitmap starts at cack+1 (the oldest gaps) unless every received PSN there was
+already reported, in which case it starts at the oldest unreported PSN, so every arrival is
+reported at least once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hosts.transport.psn import (
+    MASK64,
+    PSN_MASK,
+    TS_MASK,
+    TS_PER_SECOND,
+    trailing_ones,
+    unwrap16,
+    unwrap_psn,
+)
+from hosts.transport.types import (
+    AsyncEvent,
+    AsyncEventKind,
+    Completion,
+    QpHintFlag,
+    QpType,
+    RxMeta,
+    WcOpcode,
+    WcStatus,
+)
+from hosts.wire import Aeth, Bth, CcState, MrcPacket, NackReason, Neth, Opcode, SackVerdict, Seth
+
+if TYPE_CHECKING:
+    from hosts.transport.qp import Qp
+
+_IMM_LAST = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
+RC_ACK = 0x1F  # AETH syndrome: ACK (credit field unused)
+RC_NAK_SEQ = 0x60
+
+
+class Responder:
+    def __init__(self, qp: Qp, rq_psn: int, mpr_psns: int, max_wimm_dest: int) -> None:
+        self.qp = qp
+        self.rc = qp.qp_type == QpType.RC
+        self.cack = rq_psn - 1
+        self.rbits = 0
+        self.unrep = 0
+        self.mpr_psns = mpr_psns
+        self.adv_mpr = mpr_psns  # currently advertised MPR (Dynamic MPR)
+        self.limit = self.cack + mpr_psns
+        self.max_wimm_dest = max_wimm_dest
+        self.rq_done = 0  # WriteImm messages completed (absolute RQMSN of the next one)
+        self.imm: dict[int, tuple[int, int, int]] = {}  # last PSN -> (rqmsn, imm, byte_len)
+        self.imm_min = -1
+        self.rcvd_bytes = 0
+        self.ooo = 0
+        hint = qp.hint
+        self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
+        self.svc = bool(hint & QpHintFlag.SVC_TIME)
+        self.trim_nack = bool(hint & QpHintFlag.TRIM_NACK)
+        self.coalesce = max(1, qp.cfg.ack_coalesce)
+        self.ack_delay = qp.cfg.ack_delay
+        self.pending = 0
+        self.ack_deadline: float | None = None
+        # the packet the next coalesced SACK answers
+        self.t_psn = self.cack
+        self.t_ev = 0
+        self.t_ts = 0
+        self.t_time = 0.0
+        self.t_port = 0
+        self.rc_nak_sent = False
+
+    # -- data ---------------------------------------------------------------------------
+    def on_data(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        qp = self.qp
+        bth = pkt.bth
+        psn = unwrap_psn(bth.psn, self.cack + 1)
+        ts = pkt.tseth.tx_timestamp if pkt.tseth is not None else 0
+        dscp = meta.dscp
+        trimmed = pkt.trimmed or dscp == qp.dscp_trimmed or dscp == qp.dscp_trimmed_lasthop
+        if self.rc:
+            self._on_data_rc(pkt, meta, now, psn, ts, trimmed)
+            return
+        cack = self.cack
+        if psn <= cack:
+            qp.count("rx_dup")
+            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+            return
+        if psn >= self.limit:
+            qp.count("rx_oor")
+            self._nack(NackReason.PSN_OOR_WINDOW, psn, meta, ts)
+            return
+        rel = psn - cack - 1
+        bit = 1 << rel
+        if self.rbits & bit:
+            qp.count("rx_dup")
+            self.unrep |= bit
+            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+            return
+        if trimmed:
+            qp.count("rx_trimmed")
+            if self.trim_nack:
+                reason = (
+                    NackReason.TRIMMED_LASTHOP
+                    if dscp == qp.dscp_trimmed_lasthop
+                    else NackReason.TRIMMED
+                )
+                self._nack(reason, psn, meta, ts)
+            return
+        if not self._place(pkt, meta, now, psn, ts):
+            return
+        self.rbits |= bit
+        self.unrep |= bit
+        self.rcvd_bytes += len(pkt.payload)
+        qp.count("rx_data")
+        if rel:
+            self.ooo += 1
+        else:
+            t = trailing_ones(self.rbits)
+            self.rbits >>= t
+            self.unrep >>= t
+            self.cack = cack = cack + t
+            if self.cack + self.adv_mpr > self.limit:
+                self.limit = self.cack + self.adv_mpr
+            if self.imm and self.imm_min <= cack:
+                self._complete_imm(cack)
+        if meta.ce:
+            qp.count("rx_ce")
+            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.SKIP_ONCE, False)
+        elif rel or self.rbits or bth.ack_req:
+            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+        else:
+            self.pending += 1
+            self.t_psn = psn
+            self.t_ev = meta.ev
+            self.t_ts = ts
+            self.t_port = meta.port
+            if self.pending == 1:
+                self.t_time = now
+            if self.pending >= self.coalesce:
+                self._sack(now, psn, meta.ev, ts, self.t_time, meta.port, SackVerdict.NONE, False)
+            elif self.ack_deadline is None:
+                self.ack_deadline = now + self.ack_delay
+
+    def _place(self, pkt: MrcPacket, meta: RxMeta, now: float, psn: int, ts: int) -> bool:
+        """Checks and copy into registered memory; False (with NACK and maybe ERR) if refused."""
+        qp = self.qp
+        reth = pkt.reth
+        if reth is None or pkt.meth is None:
+            return self._fatal(now, psn, meta, ts, "data packet without RETH/METH")
+        payload = pkt.payload
+        size = len(payload)
+        mr = qp.host.memory.remote_write(reth.rkey, reth.va, size)
+        if mr is None:
+            qp.emit(
+                AsyncEvent(
+                    AsyncEventKind.REMOTE_ACCESS_ERROR,
+                    qp.qpn,
+                    None,
+                    f"bad remote write rkey={reth.rkey:#x} va={reth.va:#x} len={size}",
+                )
+            )
+            return self._fatal(now, psn, meta, ts, "remote access error (rkey/bounds/access)")
+        if pkt.bth.opcode in _IMM_LAST:
+            if pkt.immdt is None:
+                return self._fatal(now, psn, meta, ts, "WriteImm without ImmDt")
+            rq = unwrap16(pkt.meth.rqmsn, self.rq_done)
+            if rq < self.rq_done or rq - self.rq_done >= self.max_wimm_dest:
+                return self._fatal(now, psn, meta, ts, f"WriteImm RQMSN {rq} beyond max_wimm_dest")
+            if rq - self.rq_done >= len(qp.recvq):
+                qp.count("rx_no_recv")
+                self._nack(NackReason.NO_RESOURCE, psn, meta, ts)
+                return False
+            self.imm[psn] = (rq, pkt.immdt.imm, reth.dma_len)
+            if self.imm_min < 0 or psn < self.imm_min:
+                self.imm_min = psn
+        off = reth.va - mr.addr
+        mr.buf[off : off + size] = payload
+        return True
+
+    def _fatal(self, now: float, psn: int, meta: RxMeta, ts: int, detail: str) -> bool:
+        qp = self.qp
+        self._nack(NackReason.UNEXP_EVENT, psn, meta, ts)
+        qp.fail(now, WcStatus.REM_OP_ERR, detail, first_status=False)
+        return False
+
+    def _complete_imm(self, cack: int) -> None:
+        qp = self.qp
+        imm = self.imm
+        for psn in sorted(p for p in imm if p <= cack):
+            rq, value, length = imm.pop(psn)
+            self.rq_done = rq + 1
+            r = qp.recvq.popleft()
+            qp.emit(
+                Completion(
+                    qp.recv_cq,
+                    qp.qpn,
+                    r.wr_id,
+                    WcStatus.SUCCESS,
+                    WcOpcode.RECV_RDMA_WITH_IMM,
+                    length,
+                    value,
+                )
+            )
+        self.imm_min = min(imm) if imm else -1
+
+    # -- control packets ----------------------------------------------------------------
+    def _sack(
+        self,
+        now: float,
+        trig: int,
+        ev: int,
+        ts: int,
+        arrived: float,
+        port: int,
+        m: int,
+        pr: bool,
+    ) -> None:
+        qp = self.qp
+        cack = self.cack
+        base_rel = 0
+        unrep = self.unrep
+        if unrep and not pr:
+            low = (unrep & -unrep).bit_length() - 1
+            if low >= 64:
+                base_rel = low
+        self.unrep = unrep & ~(MASK64 << base_rel)
+        off = trig - cack
+        if not -0x8000 <= off <= 0x7FFF:
+            off = 0
+        if self.svc:
+            ts = (ts + int((now - arrived) * TS_PER_SECOND)) & TS_MASK
+        pkt = MrcPacket(
+            Bth(opcode=Opcode.SACK, dest_qp=qp.dest_qpn, psn=cack & PSN_MASK),
+            seth=Seth(
+                m=m,
+                pr=pr,
+                ack_psn_offset=off,
+                entropy=ev,
+                cack_psn=cack & PSN_MASK,
+                mpr=(self.adv_mpr >> 7) if self.dyn_mpr else 0,
+                sack_offset=base_rel + 1,
+                bitmap=(self.rbits >> base_rel) & MASK64,
+            ),
+            cc_state=CcState(
+                tx_timestamp=ts,
+                ooo_count=self.ooo & 0x7FFF,
+                restore=False,
+                rcv_cwnd_pen=qp.cfg.rx_penalty & 0x7F,
+                rcvd_bytes=(self.rcvd_bytes >> 8) & PSN_MASK,
+            ),
+        )
+        self.pending = 0
+        self.ack_deadline = None
+        qp.count("tx_sack")
+        qp.send_ctrl(pkt, port)
+
+    def _nack(self, reason: int, psn: int, meta: RxMeta, ts: int) -> None:
+        qp = self.qp
+        pkt = MrcPacket(
+            Bth(opcode=Opcode.NACK, dest_qp=qp.dest_qpn, psn=psn & PSN_MASK),
+            neth=Neth(reason=reason, entropy=meta.ev, nack_psn=psn & PSN_MASK, tx_timestamp=ts),
+        )
+        qp.count("tx_nack")
+        qp.send_ctrl(pkt, meta.port)
+
+    def on_probe(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        """Reliability probe: answer with a SACK (pr=1) reflecting the probe's EV at once."""
+        qp = self.qp
+        qp.count("rx_probe")
+        if pkt.peth is None:
+            qp.count("rx_malformed")
+            return
+        if self.rc:
+            self._rc_ack(now, meta.port, False)
+            return
+        m = SackVerdict.SKIP_ONCE if meta.ce else SackVerdict.NONE
+        self._sack(now, self.cack, meta.ev, pkt.peth.tx_timestamp, now, meta.port, m, True)
+
+    def set_dynamic_mpr(self, mpr_psns: int) -> None:
+        """Advertise a new MPR (<= the negotiated one) in the following SACKs."""
+        self.adv_mpr = max(128, min(mpr_psns, self.mpr_psns))
+        if self.cack + self.adv_mpr > self.limit:
+            self.limit = self.cack + self.adv_mpr
+
+    # -- timers -------------------------------------------------------------------------
+    def next_timer(self) -> float | None:
+        return self.ack_deadline
+
+    def handle_timer(self, now: float) -> None:
+        if self.ack_deadline is not None and now >= self.ack_deadline:
+            if self.rc:
+                self._rc_ack(now, self.t_port, False)
+            else:
+                self._sack(
+                    now,
+                    self.t_psn,
+                    self.t_ev,
+                    self.t_ts,
+                    self.t_time,
+                    self.t_port,
+                    SackVerdict.NONE,
+                    False,
+                )
+
+    # -- RC baseline --------------------------------------------------------------------
+    def _on_data_rc(
+        self, pkt: MrcPacket, meta: RxMeta, now: float, psn: int, ts: int, trimmed: bool
+    ) -> None:
+        """Go-back-N responder: only the expected PSN is accepted; the first out-of-order
+        packet after a loss gets one NAK (sequence error), duplicates get an ACK."""
+        qp = self.qp
+        expected = self.cack + 1
+        if psn < expected:
+            qp.count("rx_dup")
+            self._rc_ack(now, meta.port, False)
+            return
+        if psn > expected or trimmed:
+            qp.count("rx_trimmed" if trimmed else "rx_out_of_order")
+            if not self.rc_nak_sent:
+                self.rc_nak_sent = True
+                self._rc_ack(now, meta.port, True)
+            return
+        if not self._place(pkt, meta, now, psn, ts):
+            return
+        self.rc_nak_sent = False
+        self.cack = psn
+        self.rcvd_bytes += len(pkt.payload)
+        qp.count("rx_data")
+        if self.imm and self.imm_min <= psn:
+            self._complete_imm(psn)
+        self.pending += 1
+        self.t_port = meta.port
+        if pkt.bth.ack_req or self.pending >= self.coalesce:
+            self._rc_ack(now, meta.port, False)
+        elif self.ack_deadline is None:
+            self.ack_deadline = now + self.ack_delay
+
+    def _rc_ack(self, now: float, port: int, nak: bool) -> None:
+        qp = self.qp
+        psn = self.cack + 1 if nak else self.cack
+        pkt = MrcPacket(
+            Bth(opcode=Opcode.ACK, dest_qp=qp.dest_qpn, psn=psn & PSN_MASK),
+            aeth=Aeth(syndrome=RC_NAK_SEQ if nak else RC_ACK, msn=0),
+        )
+        self.pending = 0
+        self.ack_deadline = None
+        qp.count("tx_nak" if nak else "tx_ack")
+        qp.send_ctrl(pkt, port)
