@@ -110,7 +110,8 @@ struct metadata_t {
     bit<1>  down;
     bit<1>  decap;
     bit<16> hdr_bytes;       /* bytes of the header stack (trim length) */
-    bit<16> l4_offset;       /* bytes from the start of the frame to the UDP header */
+    bit<16> l4_offset;
+    bit<16> srh_bytes;       /* SRH length, 0 without one */       /* bytes from the start of the frame to the UDP header */
     bit<19> ecn_threshold;
     bit<19> trim_threshold;
     bit<1>  last_hop;
@@ -119,7 +120,7 @@ struct metadata_t {
 }
 
 parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
-                 inout standard_metadata_t sm) {
+                 inout standard_metadata_t standard_metadata) {
     state start {
         pkt.extract(hdr.ethernet);
         meta.hdr_bytes = 14;
@@ -144,6 +145,7 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
         /* at most MAX_SEGMENTS segments, and the length must agree with last_entry */
         verify(hdr.srh.last_entry < MAX_SEGMENTS, error.StackOutOfBounds);
         verify(hdr.srh.hdr_ext_len == (hdr.srh.last_entry + 1) * 2, error.HeaderTooShort);
+        meta.srh_bytes = ((bit<16>)hdr.srh.hdr_ext_len << 3) + 8;
         meta.hdr_bytes = meta.hdr_bytes + 8;
         transition parse_segment;
     }
@@ -222,17 +224,17 @@ parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
 
 control MrcVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 
-control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w4096, CounterType.packets_and_bytes) rx_port_class;
     counter(32w16, CounterType.packets_and_bytes) drop_reason;
     register<bit<1>>(32w512) port_down;
     action_selector(HashAlgorithm.crc16, 32w1024, 32w16) ecmp_selector;
 
     action drop() {
-        mark_to_drop(sm);
+        mark_to_drop(standard_metadata);
     }
     action set_nexthop(bit<9> port, bit<48> smac, bit<48> dmac) {
-        sm.egress_spec = port;
+        standard_metadata.egress_spec = port;
         hdr.ethernet.src_addr = smac;
         hdr.ethernet.dst_addr = dmac;
         hdr.ipv6.hop_limit = hdr.ipv6.hop_limit - 1;
@@ -254,6 +256,8 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
         /* End of the uSID path at this switch: pop the outer IPv6 (and SRH).
            Without an inner header there is nothing to route: dropped in apply. */
         meta.decap = 1;
+        /* the popped outer header (and SRH) no longer belong to the trim length */
+        meta.hdr_bytes = meta.hdr_bytes - 40 - meta.srh_bytes;
         hdr.ipv6 = hdr.inner_ipv6;
         hdr.inner_ipv6.setInvalid();
         hdr.srh.setInvalid();
@@ -264,7 +268,7 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
     }
     action set_class(bit<3> class_id, bit<3> priority, bit<1> trimmable) {
         meta.class_id = class_id;
-        sm.priority = priority;
+        standard_metadata.priority = priority;
         meta.trimmable = trimmable;
     }
 
@@ -309,42 +313,44 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
     }
 
     apply {
-        if (sm.parser_error != error.NoError) {
+        if (standard_metadata.parser_error != error.NoError) {
             drop_reason.count(DR_PARSE_ERROR);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
         if (!hdr.ipv6.isValid()) {
             drop_reason.count(DR_NOT_IPV6);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
-        if ((bit<32>)hdr.ipv6.payload_len + 54 > sm.packet_length ||
+        if ((bit<32>)hdr.ipv6.payload_len + 54 > standard_metadata.packet_length ||
             (hdr.udp.isValid() && (hdr.udp.length < 8 ||
-             (bit<32>)hdr.udp.length + (bit<32>)meta.l4_offset > sm.packet_length))) {
+             (bit<32>)hdr.udp.length + (bit<32>)meta.l4_offset > standard_metadata.packet_length))) {
             drop_reason.count(DR_BAD_LENGTH);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
         meta.dscp = hdr.ipv6.dscp;
         dscp_class.apply();
-        rx_port_class.count((bit<32>)sm.ingress_port * 8 + (bit<32>)meta.class_id);
+        rx_port_class.count((bit<32>)standard_metadata.ingress_port * 8 + (bit<32>)meta.class_id);
         if (hdr.ipv6.hop_limit <= 1) {
             drop_reason.count(DR_HOP_LIMIT);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
         if (my_usid.apply().hit) {
-            if (meta.decap == 1 && !hdr.ipv6.isValid()) {
-                drop_reason.count(DR_USID_ERROR);
-                mark_to_drop(sm);
-                return;
+            if (meta.decap == 1) {
+                if (!hdr.ipv6.isValid()) {
+                    drop_reason.count(DR_USID_ERROR);
+                    mark_to_drop(standard_metadata);
+                    return;
+                }
             }
             if (hdr.ipv6.dst_addr[95:80] == 0 && hdr.srh.isValid()) {
                 if (hdr.srh.segments_left == 0 ||
                     hdr.srh.segments_left > hdr.srh.last_entry + 1) {
                     drop_reason.count(DR_USID_ERROR);
-                    mark_to_drop(sm);
+                    mark_to_drop(standard_metadata);
                     return;
                 }
                 hdr.srh.segments_left = hdr.srh.segments_left - 1;
@@ -365,7 +371,7 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
                         ecmp.apply();
                     }
                 } else {
-                    port_down.read(meta.down, (bit<32>)sm.egress_spec);
+                    port_down.read(meta.down, (bit<32>)standard_metadata.egress_spec);
                     if (meta.down == 1 && meta.ev_fallback != 0) {
                         meta.routed = 0;
                         hdr.ipv6.hop_limit = hdr.ipv6.hop_limit + 1;
@@ -378,23 +384,23 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
         }
         if (meta.routed == 0) {
             drop_reason.count(meta.ev_group != 0 ? DR_EV_MISS : DR_NO_ROUTE);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
-        if (sm.egress_spec == DROP_PORT) {
+        if (standard_metadata.egress_spec == DROP_PORT) {
             drop_reason.count(DR_NO_ROUTE);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
             return;
         }
-        port_down.read(meta.down, (bit<32>)sm.egress_spec);
+        port_down.read(meta.down, (bit<32>)standard_metadata.egress_spec);
         if (meta.down == 1) {
             drop_reason.count(DR_PORT_DOWN);
-            mark_to_drop(sm);
+            mark_to_drop(standard_metadata);
         }
     }
 }
 
-control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w4096, CounterType.packets_and_bytes) tx_port_class;
     counter(32w4096, CounterType.packets_and_bytes) trim_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) ecn_port_queue;
@@ -410,23 +416,23 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
         meta.trim_priority = trim_priority;
     }
     table port_config {
-        key = { sm.egress_port: exact; }
+        key = { standard_metadata.egress_port: exact; }
         actions = { set_port_params; @defaultonly NoAction; }
         default_action = NoAction();
         size = 512;
     }
 
     apply {
-        bit<32> cell = (bit<32>)sm.egress_port * 8 + (bit<32>)sm.priority;
+        bit<32> cell = (bit<32>)standard_metadata.egress_port * 8 + (bit<32>)standard_metadata.priority;
         bit<19> seen;
         max_qdepth.read(seen, cell);
-        if (sm.enq_qdepth > seen) { max_qdepth.write(cell, sm.enq_qdepth); }
+        if (standard_metadata.enq_qdepth > seen) { max_qdepth.write(cell, standard_metadata.enq_qdepth); }
         port_config.apply();
         if (meta.trimmable == 1 && meta.trim_threshold != 0 &&
-            sm.enq_qdepth >= meta.trim_threshold) {
+            standard_metadata.enq_qdepth >= meta.trim_threshold) {
             trim_port_queue.count(cell);
             truncate((bit<32>)meta.hdr_bytes);
-            bit<16> cut = (bit<16>)sm.packet_length - meta.hdr_bytes;
+            bit<16> cut = (bit<16>)standard_metadata.packet_length - meta.hdr_bytes;
             hdr.ipv6.payload_len = hdr.ipv6.payload_len - cut;
             hdr.ipv6.dscp = meta.trim_dscp;
             if (hdr.inner_ipv6.isValid()) {
@@ -435,13 +441,13 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
             }
             hdr.udp.length = hdr.udp.length - cut;
             hdr.udp.checksum = 0;
-            sm.priority = meta.trim_priority;   /* embedded target: selects the queue */
+            standard_metadata.priority = meta.trim_priority;   /* embedded target: selects the queue */
         } else if (meta.last_hop == 0 && meta.ecn_threshold != 0 && hdr.ipv6.ecn != 0 &&
-                   sm.enq_qdepth >= meta.ecn_threshold) {
+                   standard_metadata.enq_qdepth >= meta.ecn_threshold) {
             hdr.ipv6.ecn = 3;
             ecn_port_queue.count(cell);
         }
-        tx_port_class.count((bit<32>)sm.egress_port * 8 + (bit<32>)meta.class_id);
+        tx_port_class.count((bit<32>)standard_metadata.egress_port * 8 + (bit<32>)meta.class_id);
     }
 }
 

@@ -15,50 +15,50 @@ struct headers_t { raw_t unused; }
 struct metadata_t { bit<48> until_in; bit<48> until_out; }
 
 parser OcsParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
-                 inout standard_metadata_t sm) {
+                 inout standard_metadata_t standard_metadata) {
     state start { transition accept; }   /* optical: payload is opaque */
 }
 
 control OcsVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }
 
-control OcsIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control OcsIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w512, CounterType.packets_and_bytes) rx_port;
     counter(32w512, CounterType.packets_and_bytes) dark_drops;
     register<bit<48>>(32w512) dark_until;
     register<bit<32>>(32w1) reconfig_delay_us;
 
-    action drop() { mark_to_drop(sm); }
-    action connect(bit<9> port) { sm.egress_spec = port; }
+    action drop() { mark_to_drop(standard_metadata); }
+    action connect(bit<9> port) { standard_metadata.egress_spec = port; }
 
     table cross_connect {
-        key = { sm.ingress_port: exact; }
+        key = { standard_metadata.ingress_port: exact; }
         actions = { connect; drop; }
         default_action = drop();
         size = 512;
     }
 
     apply {
-        rx_port.count((bit<32>)sm.ingress_port);
-        dark_until.read(meta.until_in, (bit<32>)sm.ingress_port);
-        if (sm.ingress_global_timestamp < meta.until_in) {
-            dark_drops.count((bit<32>)sm.ingress_port);
-            mark_to_drop(sm);
+        rx_port.count((bit<32>)standard_metadata.ingress_port);
+        dark_until.read(meta.until_in, (bit<32>)standard_metadata.ingress_port);
+        if (standard_metadata.ingress_global_timestamp < meta.until_in) {
+            dark_drops.count((bit<32>)standard_metadata.ingress_port);
+            mark_to_drop(standard_metadata);
             return;
         }
         cross_connect.apply();
-        if (sm.egress_spec != 511) {
-            dark_until.read(meta.until_out, (bit<32>)sm.egress_spec);
-            if (sm.ingress_global_timestamp < meta.until_out) {
-                dark_drops.count((bit<32>)sm.ingress_port);
-                mark_to_drop(sm);
+        if (standard_metadata.egress_spec != 511) {
+            dark_until.read(meta.until_out, (bit<32>)standard_metadata.egress_spec);
+            if (standard_metadata.ingress_global_timestamp < meta.until_out) {
+                dark_drops.count((bit<32>)standard_metadata.ingress_port);
+                mark_to_drop(standard_metadata);
             }
         }
     }
 }
 
-control OcsEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t sm) {
+control OcsEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w512, CounterType.packets_and_bytes) tx_port;
-    apply { tx_port.count((bit<32>)sm.egress_port); }
+    apply { tx_port.count((bit<32>)standard_metadata.egress_port); }
 }
 
 control OcsComputeChecksum(inout headers_t hdr, inout metadata_t meta) { apply { } }

@@ -84,6 +84,10 @@ def _normalise(info: p4info_pb2.P4Info) -> p4info_pb2.P4Info:
     for group in (out.tables, out.actions, out.counters, out.registers, out.action_profiles):
         for obj in group:
             obj.preamble.ClearField("annotations")
+            obj.preamble.ClearField("doc")
+    for table in out.tables:
+        # informational in P4Info; some p4c versions emit it, the target does not need it
+        table.ClearField("initial_default_action")
     return out
 
 

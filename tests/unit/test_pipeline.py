@@ -314,3 +314,34 @@ def test_table_write_undo_restores_lookup_state() -> None:
     undo()
     assert pipe.process(frame(), 1, 0.0, empty_queues)[0].port == 2
     assert MRC.name == "mrc_switch"
+
+
+def test_lpm_lookup_matches_brute_force_longest_prefix() -> None:
+    import random
+
+    from switch.pipeline.state import TableState
+
+    rng = random.Random(11)
+    _, state = mrc_pipeline()
+    table: TableState = state.table("MrcIngress.ipv6_route")
+    prefixes: dict[tuple[int, int], int] = {}
+    base = ip6("2001:db8::")
+    for i in range(300):
+        plen = rng.choice([16, 32, 40, 48, 56, 64, 96, 127, 128])
+        value = (base | rng.getrandbits(96)) & (((1 << plen) - 1) << (128 - plen))
+        if (value, plen) in prefixes:
+            continue
+        prefixes[(value, plen)] = i
+        add(state, "MrcIngress.ipv6_route", ((value, plen),), nexthop(i % 500))
+    for _ in range(2000):
+        addr = base | rng.getrandbits(96)
+        if rng.random() < 0.5:  # aim at a stored prefix
+            value, plen = rng.choice(list(prefixes))
+            addr = value | (rng.getrandbits(128 - plen) if plen < 128 else 0)
+        best = max(
+            ((v, p) for (v, p) in prefixes if addr >> (128 - p) == v >> (128 - p)),
+            key=lambda vp: vp[1],
+            default=None,
+        )
+        hit = table.lookup_lpm(addr)
+        assert (hit.key[0] if hit else None) == best
