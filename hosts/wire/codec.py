@@ -35,7 +35,7 @@ from hosts.wire.headers import (
     Seth,
     Tseth,
 )
-from hosts.wire.icrc import compute_icrc, read_icrc, write_icrc
+from hosts.wire.icrc import compute_icrc, read_icrc
 from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
 
 Buffer = bytes | bytearray | memoryview
@@ -100,7 +100,7 @@ _unpack_eth = ETH_CODEC.unpack
 _pack_eth = ETH_CODEC.pack
 _unpack_srh = SRH_CODEC.unpack
 _pack_srh = SRH_CODEC.pack
-_ethertype = struct.Struct("!H").unpack_from
+_pack_icrc = struct.Struct("<I").pack_into
 
 
 def _opinfo(opcode: int, where: int) -> tuple[Opcode, tuple[_Step, ...], bool]:
@@ -387,12 +387,12 @@ def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offs
     if srv6 is not None:
         _pack_eth(buf, offset, frame.eth_dst, frame.eth_src, L.ETHERTYPE_IPV6)
         _encode_srv6(srv6, buf, offset + _ETH_LEN, total)
+    mv = buf if type(buf) is memoryview else memoryview(buf)
     if plen:
-        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
         mv[hdr_end : hdr_end + plen] = payload
     if pad:
-        buf[hdr_end + plen : end] = _ZEROS[pad]
-    write_icrc(buf, ip_off, end)
+        mv[hdr_end + plen : end] = _ZEROS[pad]
+    _pack_icrc(buf, end, compute_icrc(mv, ip_off, end))
     return total - offset
 
 
@@ -434,14 +434,11 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
     right after its headers (no payload, no ICRC) is a trimmed packet: ``pkt.trimmed``.
     The payload is a memoryview slice of ``data``.
     """
-    n = len(data)
+    mv = data if type(data) is memoryview else memoryview(data)
+    n = len(mv)
     if n < _ETH_LEN + _IP_LEN:
         raise WireError(f"frame too short ({n} bytes) for Ethernet + IPv6", 0)
-    if data[12] != 0x86 or data[13] != 0xDD:
-        raise WireError(f"not IPv6 (ethertype {data[12]:#04x}{data[13]:02x})", 12)
-    if data[14] >> 4 != 6:
-        raise WireError(f"IP version {data[14] >> 4}, expected 6", 14)
-    nh = data[20]
+    nh = mv[20]
     if nh == L.IPPROTO_UDP:
         srv6 = None
         start = 0
@@ -450,25 +447,32 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
         stacks = _ETH_STACKS
         eth_dst = eth_src = b""
     elif nh == L.IPPROTO_IPV6 or nh == L.IPPROTO_ROUTING:
-        eth_dst, eth_src, _t = _unpack_eth(data, 0)
-        srv6, ip_off, limit = _decode_srv6(data, n)
+        _check_l3(mv)
+        eth_dst, eth_src, _t = _unpack_eth(mv, 0)
+        srv6, ip_off, limit = _decode_srv6(mv, n)
         start = ip_off
         stacks = _INNER_STACKS
     else:
+        _check_l3(mv)
         raise WireError(f"IPv6 next header {nh} is neither UDP nor SRv6", 20)
     bth_off = ip_off + _IP_LEN + _UDP_LEN
     if limit - bth_off < _BTH_LEN:
-        _diagnose(data, ip_off, limit)
-    key = (data[bth_off] << 1) | (data[bth_off + 8] & _TSH_BIT != 0)
+        _diagnose(mv, ip_off, limit)
+    key = (mv[bth_off] << 1) | (mv[bth_off + 8] & _TSH_BIT != 0)
     stack = stacks.get(key)
     if stack is None:
-        if data[bth_off] in _OPINFO:
-            raise WireError(f"BTH tsh set on {_OPINFO[data[bth_off]][0].name}", bth_off + 8)
-        raise WireError(f"unknown MRC opcode {data[bth_off]:#04x}", bth_off)
+        _check_l3(mv)
+        if mv[bth_off] in _OPINFO:
+            raise WireError(f"BTH tsh set on {_OPINFO[mv[bth_off]][0].name}", bth_off + 8)
+        raise WireError(f"unknown MRC opcode {mv[bth_off]:#04x}", bth_off)
     hdr_end = start + stack.size
     if hdr_end > limit:
-        _diagnose(data, ip_off, limit)
-    _t, ver, nh, plen, dport, ulen, frame, pkt = stack.decode(data, start, eth_dst, eth_src, srv6)
+        _diagnose(mv, ip_off, limit)
+    ethertype, ver, nh, plen, dport, ulen, frame, pkt = stack.decode(
+        mv, start, eth_dst, eth_src, srv6
+    )
+    if ethertype != L.ETHERTYPE_IPV6:
+        raise WireError(f"not IPv6 (ethertype {ethertype:#06x})", 12)
     if ver != 6:
         raise WireError(f"inner IP version {ver}, expected 6", ip_off)
     if nh != L.IPPROTO_UDP:
@@ -493,15 +497,14 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
         raise WireError("truncated ICRC", hdr_end)
     end -= ICRC_LEN
     if verify_icrc:
-        want = compute_icrc(data, ip_off, end)
-        got = read_icrc(data, end)
+        want = compute_icrc(mv, ip_off, end)
+        got = read_icrc(mv, end)
         if got != want:
             raise WireError(f"bad ICRC {got:#010x}, expected {want:#010x}", end)
     if stack.has_payload:
         pad = pkt.bth.pad
         if end - hdr_end < pad:
             raise WireError(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)
-        mv = data if isinstance(data, memoryview) else memoryview(data)
         pkt.payload = mv[hdr_end : end - pad]
     elif end != hdr_end:
         raise WireError(f"{end - hdr_end} unexpected bytes after {stack.op.name} headers", hdr_end)
@@ -510,11 +513,20 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
 
 def _diagnose(data: Buffer, ip_off: int, limit: int) -> None:
     """Slow path for short frames: find the first truncated header and raise."""
+    _check_l3(data)
     udp_off = ip_off + _IP_LEN
     if limit - udp_off < _UDP_LEN:
         raise WireError("truncated UDP header", udp_off)
     _decode_headers(data, udp_off + _UDP_LEN, limit)
     raise WireError("truncated packet", limit)
+
+
+def _check_l3(data: Buffer) -> None:
+    """Raise if the frame is not Ethernet + IPv6 (so errors name the outermost problem)."""
+    if data[12] != 0x86 or data[13] != 0xDD:
+        raise WireError(f"not IPv6 (ethertype {data[12]:#04x}{data[13]:02x})", 12)
+    if data[14] >> 4 != 6:
+        raise WireError(f"IP version {data[14] >> 4}, expected 6", 14)
 
 
 def _decode_srv6(data: Buffer, n: int) -> tuple[Srv6Outer, int, int]:

@@ -9,8 +9,8 @@ In SRv6 mode the ICRC covers the inner IPv6 header (the one followed by UDP), so
 rewrite the outer destination (uSID shift) or mark the outer ECN never invalidate it.
 
 The CRC comes from zlib-ng (SIMD, about 3x faster on 4 KB) when installed, else from zlib;
-both compute the same IEEE CRC-32. The masked header part is copied into a 60-byte scratch
-buffer, the payload is fed to the CRC straight from the packet buffer (no copy).
+both compute the same IEEE CRC-32. The 60 masked header bytes are OR-ed with a mask built from
+the layout table (one integer operation), the payload is fed to the CRC straight from the packet buffer (no copy).
 """
 
 from __future__ import annotations
@@ -22,30 +22,39 @@ try:
 except ImportError:  # pragma: no cover - exercised only where zlib-ng is missing
     from zlib import crc32
 
-from hosts.wire.layout import ICRC_BTH_VARIANT_BYTE, IPV6, UDP
+from hosts.wire.layout import ICRC_BTH_VARIANT_BYTE, ICRC_IPV6_VARIANT, ICRC_UDP_VARIANT, IPV6, UDP
 
 _SEED = crc32(b"\xff" * 8)
 _MASK_LEN = IPV6.size + UDP.size + 12  # inner IPv6 + UDP + BTH are contiguous
-_UDP_CSUM = IPV6.size + UDP.field("checksum").byte
-_BTH_B4 = IPV6.size + UDP.size + ICRC_BTH_VARIANT_BYTE
-_HOP = IPV6.field("hop_limit").byte
 _ICRC = struct.Struct("<I")
+
+
+def _variant_mask() -> int:
+    """All-ones over the variant fields of IPv6 + UDP + BTH, as a 480-bit integer."""
+    total = _MASK_LEN * 8
+    spans = [(0, IPV6.field(n)) for n in ICRC_IPV6_VARIANT]
+    spans += [(IPV6.size * 8, UDP.field(n)) for n in ICRC_UDP_VARIANT]
+    mask = 0
+    for base, f in spans:
+        mask |= ((1 << f.width) - 1) << (total - base - f.end)
+    bth_byte = IPV6.size + UDP.size + ICRC_BTH_VARIANT_BYTE
+    return mask | 0xFF << (total - 8 * (bth_byte + 1))
+
+
+_MASK = _variant_mask()
+_from_bytes = int.from_bytes
 
 Buffer = bytes | bytearray | memoryview
 
 
 def compute_icrc(data: Buffer, ip_off: int, end: int) -> int:
     """ICRC of the packet whose (inner) IPv6 header starts at ``ip_off``; ``end`` is where the
-    ICRC goes (exclusive end of the covered bytes). The caller guarantees the bounds."""
+    ICRC goes (exclusive end of the covered bytes). The caller guarantees the bounds; pass a
+    memoryview to avoid creating one per call."""
     mv = data if type(data) is memoryview else memoryview(data)
     rest = ip_off + _MASK_LEN
-    s = bytearray(mv[ip_off:rest])
-    s[0] |= 0x0F  # traffic class high nibble (the version nibble is kept)
-    s[1:4] = b"\xff\xff\xff"  # traffic class low nibble + flow label
-    s[_HOP] = 0xFF
-    s[_UDP_CSUM : _UDP_CSUM + 2] = b"\xff\xff"
-    s[_BTH_B4] = 0xFF
-    return crc32(mv[rest:end], crc32(s, _SEED))
+    head = (_from_bytes(mv[ip_off:rest], "big") | _MASK).to_bytes(_MASK_LEN, "big")
+    return crc32(mv[rest:end], crc32(head, _SEED))
 
 
 def write_icrc(buf: bytearray | memoryview, ip_off: int, end: int) -> None:
