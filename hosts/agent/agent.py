@@ -20,6 +20,7 @@ import os
 import select
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -80,7 +81,8 @@ class Agent:
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._want = 0  # API threads waiting for the lock: the loop yields to them
+        self._calls: deque[_Call] = deque()  # core calls from API threads, run by the loop
+        self._loop_thread: threading.Thread | None = None
         self._next_metrics = self.t0 + config.metrics_interval
         self.loop_error: BaseException | None = None
         self.iterations = 0
@@ -117,17 +119,37 @@ class Agent:
             self._handlers.remove(handler)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(*args)`` under the core lock (from any thread), then wake the loop."""
-        self._want += 1
-        try:
+        """Run ``fn(*args)`` on the core from any thread and return its result (or raise).
+
+        While the loop runs, the call is handed to the loop thread (a queue + the eventfd) and
+        this thread waits for it: the loop never blocks on a lock held by a descheduled
+        application thread. Before the loop runs (or on the loop thread) it runs directly.
+        """
+        loop = self._loop_thread
+        if loop is None or loop is threading.current_thread():
             with self.lock:
                 result = fn(*args)
-                if threading.current_thread() is not self._thread:
-                    self._drain_events(self.clock())
-        finally:
-            self._want -= 1
+                self._drain_events(self.clock())
+            return result
+        job = _Call(fn, args)
+        self._calls.append(job)
         self.wake()
-        return result
+        while not job.done.wait(0.5):
+            if self._loop_thread is None:
+                raise RuntimeError("agent loop stopped")
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _run_calls(self) -> None:
+        calls = self._calls
+        while calls:
+            job = calls.popleft()
+            try:
+                job.result = job.fn(*job.args)
+            except Exception as exc:  # handed to the caller's thread
+                job.error = exc
+            job.done.set()
 
     def wake(self) -> None:
         try:
@@ -184,6 +206,7 @@ class Agent:
         """The event loop; returns when stop() is called. Exceptions are kept in loop_error."""
         ep = select.epoll()
         port_fds = {}
+        self._loop_thread = threading.current_thread()
         try:
             for i, port in enumerate(self.ports):
                 ep.register(port.fileno(), select.EPOLLIN)
@@ -197,16 +220,18 @@ class Agent:
                 ready = ep.poll(timeout) if timeout != 0.0 else []
                 with self.lock:
                     self._iteration(ready, self.clock())
-                if self._want:
-                    # Let an API thread that waits for the lock in before the next round.
-                    time.sleep(0)
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
             self.loop_error = exc
             if self.qlog is not None:
                 self.qlog.event(None, "mrc:agent_error", {"error": repr(exc)}, self.clock())
             raise
         finally:
+            self._loop_thread = None
             ep.close()
+            while self._calls:  # nobody will run them any more
+                job = self._calls.popleft()
+                job.error = RuntimeError("agent loop stopped")
+                job.done.set()
             if self.qlog is not None:
                 with self.lock:
                     self._sample_metrics(self.clock())  # final counters, always present
@@ -229,6 +254,8 @@ class Agent:
                     pass
             elif self.linkmon is not None and fd == self.linkmon.fileno():
                 self._link_changes(now)
+        if self._calls:
+            self._run_calls()
         self._receive_all(now)
         now = self.clock()
         timer = self.core.get_timer()
@@ -305,6 +332,8 @@ class Agent:
 
     def _sample_metrics(self, now: float) -> None:
         self._next_metrics = now + self.config.metrics_interval
+        for port in self.ports:
+            port.read_kernel_stats()
         if self.qlog is None:
             return
         data: dict[str, Any] = {
@@ -320,6 +349,19 @@ class Agent:
             data["core"] = stats()
         self.qlog.event(None, "mrc:metrics_sampled", data, now)
         self.qlog.flush()
+
+
+class _Call:
+    """A core call handed from an API thread to the loop thread."""
+
+    __slots__ = ("args", "done", "error", "fn", "result")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.args = args
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
 
 
 def _counters(obj: object) -> dict[str, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import sys
 from dataclasses import dataclass
 
 from hosts.agent.netns_enter import in_netns
@@ -22,6 +23,7 @@ from hosts.agent.netns_enter import in_netns
 ETH_P_IPV6 = 0x86DD
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
+PACKET_STATISTICS = 6  # struct tpacket_stats {unsigned tp_packets, tp_drops}; reset on read
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
 MAX_FRAME = 9216  # jumbo frames: veths are created with MTU 9000
@@ -35,6 +37,7 @@ class PortCounters:
     tx_bytes: int = 0
     tx_drops: int = 0  # send failed (queue full, link down): the transport recovers
     rx_errors: int = 0  # recv failed with something other than EAGAIN
+    rx_sock_drops: int = 0  # frames the kernel dropped because the socket buffer was full
 
 
 class NicPort:
@@ -45,7 +48,7 @@ class NicPort:
         ifname: str,
         netns: str | None = None,
         batch: int = 64,
-        sock_buf: int = 8 << 20,
+        sock_buf: int = 32 << 20,
     ) -> None:
         self.ifname = ifname
         self.counters = PortCounters()
@@ -130,6 +133,16 @@ class NicPort:
         self.counters.tx_frames += 1
         self.counters.tx_bytes += len(frame)
         return True
+
+    def read_kernel_stats(self) -> None:
+        """Add the kernel's drop count (PACKET_STATISTICS, reset by reading) to the counters."""
+        if self.sock.family != socket.AF_PACKET:
+            return
+        try:
+            raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        except OSError:
+            return
+        self.counters.rx_sock_drops += int.from_bytes(raw[4:8], sys.byteorder)
 
     def close(self) -> None:
         self.sock.close()
