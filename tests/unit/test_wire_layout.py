@@ -50,3 +50,10 @@ def test_flag_and_signed_kinds() -> None:
 def test_opcode_prefix_is_the_manufacturer_range() -> None:
     for op in L.OPCODE_HEADERS:
         assert op >> 5 == 0b110
+
+
+def test_docs_tables_are_generated_from_layout() -> None:
+    from hosts.wire.docgen import DOC_PATH, render
+
+    text = DOC_PATH.read_text()
+    assert render(text) == text, "run: python -m hosts.wire.docgen"
