@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -14,6 +15,7 @@ from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
 from switch.pipeline.state import ProgramState, Undo, WriteError
 
+log = logging.getLogger(__name__)
 Update = p4runtime_pb2.Update
 WriteRequest = p4runtime_pb2.WriteRequest
 ENTITIES_PER_RESPONSE = 2000
@@ -40,6 +42,11 @@ def apply_write_batch(
             results.append(Result(code_pb2.OK))
         except WriteError as err:
             results.append(Result(err.code, err.message))
+            if all_or_none:
+                break
+        except Exception as exc:  # a bug must cost one update, never the server
+            log.exception("unexpected error applying an update")
+            results.append(Result(code_pb2.INTERNAL, f"internal error: {exc}"))
             if all_or_none:
                 break
     if all_or_none and len(undos) != len(updates):

@@ -132,6 +132,9 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 responses = read_entities(self.pipeline, request.entities)
         except WriteError as err:
             context.abort(_code(err.code), err.message)
+        except Exception as exc:  # never let a bad request take the server down
+            log.exception("unexpected error in Read")
+            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {exc}")
         yield from responses
 
     # ---- stream ------------------------------------------------------------------------------
