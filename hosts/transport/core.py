@@ -223,6 +223,9 @@ class HostCore:
         qp = self._qp(qpn)
         if wr.length < 0 or wr.length > 1 << 31:
             raise ValueError("length must be 0..2**31")
+        if wr.length == 0:  # no local buffer needed (verbs: num_sge = 0)
+            qp.post_send(wr, memoryview(b""), now)
+            return
         mr = self.memory.local(wr.lkey, wr.local_addr, wr.length)
         if mr is None:
             raise ValueError(

@@ -144,10 +144,9 @@ class Responder:
             self.t_ev = meta.ev
             self.t_ts = ts
             self.t_port = meta.port
-            if self.pending == 1:
-                self.t_time = now
+            self.t_time = now
             if self.pending >= self.coalesce:
-                self._sack(now, psn, meta.ev, ts, self.t_time, meta.port, SackVerdict.NONE, False)
+                self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
             elif self.ack_deadline is None:
                 self.ack_deadline = now + self.ack_delay
 

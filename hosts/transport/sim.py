@@ -71,6 +71,7 @@ class Network:
         self.plane_up: dict[int, bool] = {}
         self.events: list[list[Event]] = [[] for _ in hosts]
         self.sent: list[tuple[float, int, TxPacket]] = []
+        self.delivered: list[tuple[float, int, MrcPacket, RxMeta]] = []
         self.record = False
         self.stats: dict[str, int] = {}
         self._heap: list[_Arrival] = []
@@ -186,6 +187,8 @@ class Network:
             self.now = max(self.now, t_arr)
             while self._heap and self._heap[0].time <= self.now:
                 a = heapq.heappop(self._heap)
+                if self.record:
+                    self.delivered.append((self.now, a.dst, a.pkt, a.meta))
                 self.hosts[a.dst].receive(a.pkt, a.meta, self.now)
         self._drain_events()
         return True
