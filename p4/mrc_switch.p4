@@ -402,6 +402,7 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
 
 control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w4096, CounterType.packets_and_bytes) tx_port_class;
+    counter(32w4096, CounterType.packets_and_bytes) tx_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) trim_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) ecn_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) drop_port_queue;
@@ -448,6 +449,9 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
             ecn_port_queue.count(cell);
         }
         tx_port_class.count((bit<32>)standard_metadata.egress_port * 8 + (bit<32>)meta.class_id);
+        /* the queue the packet joins (a trimmed packet: its new priority) */
+        tx_port_queue.count((bit<32>)standard_metadata.egress_port * 8 +
+                            (bit<32>)standard_metadata.priority);
     }
 }
 

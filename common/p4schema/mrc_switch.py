@@ -141,6 +141,7 @@ COUNTERS = (
     Counter("MrcIngress.rx_port_class", PORT_CELLS),
     Counter("MrcIngress.drop_reason", DROP_REASONS),
     Counter("MrcEgress.tx_port_class", PORT_CELLS),
+    Counter("MrcEgress.tx_port_queue", PORT_CELLS),
     Counter("MrcEgress.trim_port_queue", PORT_CELLS),
     Counter("MrcEgress.ecn_port_queue", PORT_CELLS),
     Counter("MrcEgress.drop_port_queue", PORT_CELLS),

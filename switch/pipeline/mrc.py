@@ -56,6 +56,7 @@ class MrcDataPath:
         self.rx = state.counter("MrcIngress.rx_port_class")
         self.drops = state.counter("MrcIngress.drop_reason")
         self.tx = state.counter("MrcEgress.tx_port_class")
+        self.tx_queue = state.counter("MrcEgress.tx_port_queue")
         self.trims = state.counter("MrcEgress.trim_port_queue")
         self.ecn_marks = state.counter("MrcEgress.ecn_port_queue")
         self.queue_drops = state.counter("MrcEgress.drop_port_queue")
@@ -272,10 +273,14 @@ class MrcDataPath:
             buf[0:12] = l2
             buf[21] = hop_limit
             data = bytes(buf)
+        size = len(data)
         cell_out = port * 8 + class_id
         if 0 <= cell_out < self.tx.size:
             self.tx.packets[cell_out] += 1
-            self.tx.bytes[cell_out] += len(data)
+            self.tx.bytes[cell_out] += size
+            cell_q = port * 8 + priority
+            self.tx_queue.packets[cell_q] += 1
+            self.tx_queue.bytes[cell_q] += size
         return [EgressPacket(port, priority, data, trimmed, marked)]
 
     def _ecmp(self, group: int, buf: bytes | bytearray, sport: int, dport: int) -> ActionCall | None:

@@ -345,3 +345,15 @@ def test_lpm_lookup_matches_brute_force_longest_prefix() -> None:
         )
         hit = table.lookup_lpm(addr)
         assert (hit.key[0] if hit else None) == best
+
+
+def test_tx_per_queue_counts_the_queue_joined() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "2001:db8:2::", 48, nexthop(2))
+    add(state, "MrcEgress.port_config", (2,), call("MrcEgress.set_port_params", 0, 5, 0, 40, 6))
+    add(state, "MrcIngress.dscp_class", (10,), call("MrcIngress.set_class", 1, 1, 1))
+    full = pipe.process(frame(), 1, 0.0, lambda p, q: (0, 0))[0]
+    cut = pipe.process(frame(), 1, 0.0, lambda p, q: (5, 0))[0]
+    q = state.counter("MrcEgress.tx_port_queue")
+    assert (q.packets[2 * 8 + 1], q.bytes[2 * 8 + 1]) == (1, len(full.data))
+    assert (q.packets[2 * 8 + 6], q.bytes[2 * 8 + 6]) == (1, len(cut.data))
