@@ -204,15 +204,15 @@ class MrcDataPath:
             flow = int.from_bytes(cur[16:18], "big")  # flow label bits 15..0
             ev = (flow << 16) | sport
             ev_hit = self.ev_uplink.entries.get((ev_group, (ev >> shift) & mask))
-            ev_act = ev_hit.action if ev_hit is not None and ev_hit.action else None
-            if ev_act is None:
+            if ev_hit is None or ev_hit.action is None:  # miss: default action, then fallback
                 ev_act = self.ev_uplink.default
-            if ev_act.action_id == self.a_nexthop:
-                nexthop = ev_act
-                if self.port_down.read(ev_act.params[0]) and fallback:
+                nexthop = ev_act if ev_act.action_id == self.a_nexthop else None
+                if fallback:
                     nexthop = self._ecmp(fallback, cur, sport, dport)
-            elif fallback:
-                nexthop = self._ecmp(fallback, cur, sport, dport)
+            elif ev_hit.action.action_id == self.a_nexthop:
+                nexthop = ev_hit.action
+                if fallback and self.port_down.read(nexthop.params[0]):
+                    nexthop = self._ecmp(fallback, cur, sport, dport)
         if nexthop is None or nexthop.action_id != self.a_nexthop:
             reason = DropReason.EV_MISS if ev_group else DropReason.NO_ROUTE
             return self._drop(reason, n)

@@ -130,6 +130,13 @@ def test_structured_ev_falls_back_to_ecmp_when_its_uplink_is_down() -> None:
     out = pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues)
     assert out[0].port in (12, 13)
     assert Ether(out[0].data)[IPv6].hlim == 63  # decremented once
+    # a field value with no entry also falls back; an explicit drop entry does not
+    sport, fl = ev_to_fields(EvMode.STRUCTURED, 0x00070000)
+    assert pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues)[0].port in (12, 13)
+    add(state, "MrcIngress.ev_uplink", (5, 8), call("MrcIngress.drop"))
+    sport, fl = ev_to_fields(EvMode.STRUCTURED, 0x00080000)
+    assert pipe.process(frame(sport=sport, flow_label=fl), 9, 0.0, empty_queues) == []
+    assert drops(state, DropReason.EV_MISS) == 1
 
 
 def test_srv6_usid_shift_and_forward_then_srh_segment_then_decap() -> None:
