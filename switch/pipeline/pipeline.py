@@ -54,6 +54,7 @@ class Pipeline:
             if state is None:
                 state = ProgramState.build(program)
             state.port_up = self.port_up
+            state.table_hooks.clear()  # hooks belong to the data path built below
             datapath: DataPath
             if program.name == "mrc_switch":
                 datapath = MrcDataPath(state)
