@@ -542,7 +542,7 @@ def test_rtt_from_tseth_and_service_time_compensation() -> None:
         p.b.receive(pkt, RxMeta(0, gid(1, 0), gid(2, 0), 0x8003), t0)
         assert p.b.packets_to_send(t0) == []
         timer = p.b.get_timer()
-        assert timer == pytest.approx(t0 + ack_delay)
+        assert timer is not None and timer == pytest.approx(t0 + ack_delay)
         p.b.handle_timer(timer)
         (sack,) = p.b.packets_to_send(timer)
         assert sack.pkt.cc_state is not None and sack.pkt.seth is not None

@@ -1,0 +1,341 @@
+"""EV manager, EV state transitions, multi-plane spraying, port status updates, EV probes."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from hosts.transport import (
+    AsyncEvent,
+    AsyncEventKind,
+    EndpointResponse,
+    EndpointTimeout,
+    EvEntry,
+    EvProfile,
+    EvProfileMode,
+    EvState,
+    EvStateChanged,
+    RxMeta,
+    TxPacket,
+)
+from hosts.transport.ev import EvManager
+from hosts.transport.sim import DROP, MARK, PASS, TRIM, LinkModel, QpOptions, is_data
+from hosts.wire import Bth, CcState, EndpointOp, MrcPacket, Opcode, SackVerdict, Seth
+from tests.unit.transport_util import Pair, gid, make_host, make_pair
+
+KIB = 1024
+
+
+def _mgr(
+    n: int = 8, ports: int = 1, **kw: int
+) -> tuple[EvManager, list[tuple[int, EvState, EvState, str]]]:
+    log: list[tuple[int, EvState, EvState, str]] = []
+    entries = [EvEntry(0x100 + i, i % ports) for i in range(n)]
+    m = EvManager(
+        entries,
+        active_count=kw.get("active", 0),
+        min_active=kw.get("min_active", 1),
+        seed=kw.get("seed", 5),
+        emit=lambda i, o, nw, r: log.append((i, o, nw, r)),
+    )
+    return m, log
+
+
+def test_rotation_is_fixed_pseudorandom_and_even() -> None:
+    m, _ = _mgr(8)
+    picks = [m.pick() for _ in range(80)]
+    assert Counter(picks) == {i: 10 for i in range(8)}
+    assert picks[:8] == picks[8:16]  # a fixed rotation
+    assert picks[:8] != list(range(8))  # pseudo-random order
+    m2, _ = _mgr(8)
+    assert [m2.pick() for _ in range(8)] == picks[:8]  # deterministic for a seed
+    m3, _ = _mgr(8, seed=6)
+    assert [m3.pick() for _ in range(8)] != picks[:8]
+    # avoid: never the avoided EV while others exist
+    assert all(m.pick(avoid=3) != 3 for _ in range(50))
+
+
+def test_skip_lasts_one_round_then_good() -> None:
+    m, log = _mgr(4)
+    assert m.set_state(2, EvState.SKIP, "ecn")
+    seen = [m.pick() for _ in range(6)]
+    assert (2, EvState.SKIP, EvState.GOOD, "skip_round_done") in log
+    assert m.states[2] == EvState.GOOD
+    assert 2 in [m.pick() for _ in range(4)]
+    assert seen.count(2) <= 1
+
+
+def test_transition_rules_and_min_active() -> None:
+    m, log = _mgr(3, min_active=2)
+    assert m.set_state(0, EvState.ASSUMED_BAD, "timeout")
+    assert not m.set_state(1, EvState.ASSUMED_BAD, "timeout")  # would leave 1 < 2 usable
+    assert m.refused == 1 and m.states[1] == EvState.GOOD
+    assert not m.set_state(0, EvState.SKIP, "ecn")  # ASSUMED_BAD does not go to SKIP
+    assert m.set_state(0, EvState.GOOD, "probe")
+    assert m.set_state(1, EvState.DENIED, "ctl", controller=True)  # controller always applies
+    assert not m.set_state(1, EvState.GOOD, "probe")  # DENIED never recovers by itself
+    assert m.set_state(1, EvState.GOOD, "ctl", controller=True)
+    assert [(i, o.name, n.name) for i, o, n, _ in log] == [
+        (0, "GOOD", "ASSUMED_BAD"),
+        (0, "ASSUMED_BAD", "GOOD"),
+        (1, "GOOD", "DENIED"),
+        (1, "DENIED", "GOOD"),
+    ]
+
+
+def test_replacement_comes_from_same_plane() -> None:
+    m, _ = _mgr(16, ports=2, active=4)
+    active = [i for i in range(16) if m.active[i]]
+    assert len(active) == 4 and Counter(m.ports[i] for i in active) == {0: 2, 1: 2}
+    victim = next(i for i in active if m.ports[i] == 1)
+    m.set_state(victim, EvState.ASSUMED_BAD, "timeout")
+    now_active = [i for i in range(16) if m.active[i]]
+    (new,) = set(now_active) - set(active)
+    assert m.ports[new] == 1 and len(now_active) == 4
+    assert set(m.pick() for _ in range(40)) == set(now_active)
+
+
+def test_plane_masks_and_fallback() -> None:
+    m, _ = _mgr(8, ports=2)
+    m.set_masks(local_mask=0b01)
+    assert {m.ports[m.pick()] for _ in range(20)} == {0}
+    m.set_masks(local_mask=0b11, remote_mask=0b10)
+    assert {m.ports[m.pick()] for _ in range(20)} == {1}
+    m.set_masks(remote_mask=0b00)
+    assert m.pick() == -1
+    # all GOOD EVs gone but a path may still work: fall back to ASSUMED_BAD ones
+    m2, _ = _mgr(2, min_active=0)
+    m2.set_state(0, EvState.ASSUMED_BAD, "t")
+    m2.set_state(1, EvState.ASSUMED_BAD, "t")
+    assert m2.pick() in (0, 1) and m2.fallbacks == 1
+
+
+def test_profile_generation() -> None:
+    p = EvProfile(4, EvProfileMode.GEN, planes=2, per_plane=3)
+    evs = p.expand()
+    assert [e.port for e in evs] == [0, 0, 0, 1, 1, 1]
+    assert len({e.ev for e in evs}) == 6 and all(0x8000 <= e.ev <= 0xFFFF for e in evs)
+    x = EvProfile(5, EvProfileMode.EXP, entries=[EvEntry(7, 1), EvEntry(9, 0)])
+    assert x.expand() == [EvEntry(7, 1), EvEntry(9, 0)]
+
+
+# -- transitions driven by the datapath ------------------------------------------------------
+def _changes(p: Pair, host: int = 0) -> list[tuple[int, str, str, str]]:
+    return [
+        (e.ev, e.old.name, e.new.name, e.reason)
+        for e in p.net.events[host]
+        if isinstance(e, EvStateChanged)
+    ]
+
+
+def test_ecn_mark_skips_ev_once() -> None:
+    p = make_pair(256 * KIB)
+    marked: list[int] = []
+
+    def mark_one(src: int, tx: TxPacket) -> str:
+        if src == 0 and is_data(tx) and tx.pkt.bth.psn == 3:
+            marked.append(tx.ev)
+            return MARK
+        return PASS
+
+    p.net.verdict = mark_one
+    p.net.record = True
+    p.write(1, 0, 256 * KIB)
+    assert p.run_until_completions(1)
+    ev = marked[0]
+    assert _changes(p) == [(ev, "GOOD", "SKIP", "sack_skip_once")]
+    # the EV sits out the rest of the current rotation round, then is GOOD again
+    p.net.sent.clear()
+    p.write(2, 0, 256 * KIB)
+    assert p.run_until_completions(2)
+    assert _changes(p)[1] == (ev, "SKIP", "GOOD", "skip_round_done")
+    second = [tx.ev for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx)]
+    assert ev not in second[:1] and second.count(ev) >= 3
+    sacks = [pkt for (_t, d, pkt, _m) in p.net.delivered if d == 0 and pkt.seth is not None]
+    assert [s.seth.entropy for s in sacks if s.seth and s.seth.m == SackVerdict.SKIP_ONCE] == [ev]
+    assert p.dst == p.src and p.a.qp_stats(p.qa).get("tx_rtx", 0) == 0
+
+
+def test_trim_nack_skips_ev_and_lasthop_does_not() -> None:
+    for lasthop in (False, True):
+        p = make_pair(64 * KIB, LinkModel(lasthop_trim=lasthop))
+        trimmed: list[int] = []
+
+        def trim_one(src: int, tx: TxPacket, out: list[int] = trimmed) -> str:
+            if src == 0 and is_data(tx) and tx.pkt.bth.psn == 1 and not out:
+                out.append(tx.ev)
+                return TRIM
+            return PASS
+
+        p.net.verdict = trim_one
+        p.write(1, 0, 64 * KIB)
+        assert p.run_until_completions(1)
+        ch = [c for c in _changes(p) if c[3] == "nack_trimmed"]
+        assert ch == ([] if lasthop else [(trimmed[0], "GOOD", "SKIP", "nack_trimmed")])
+        reason = "rx_nack_0x2" if lasthop else "rx_nack_0x1"
+        assert p.a.qp_stats(p.qa)[reason] == 1 and p.dst == p.src
+
+
+def _sack_to(p: Pair, ev: int, m: int, pr: bool) -> None:
+    pkt = MrcPacket(
+        Bth(opcode=Opcode.SACK, dest_qp=p.qa, psn=0xFFFFFF),
+        seth=Seth(m=m, pr=pr, entropy=ev, cack_psn=0xFFFFFF, sack_offset=1),
+        cc_state=CcState(),
+    )
+    p.a.receive(pkt, RxMeta(0, gid(2, 0), gid(1, 0), ev), p.net.now)
+
+
+def test_always_skip_then_probe_recovers() -> None:
+    p = make_pair(64 * KIB)
+    evs = [ev for ev, _port, _s in p.a.ev_states(p.qa)]
+    _sack_to(p, evs[3], SackVerdict.ALWAYS_SKIP, False)
+    states = {ev: s for ev, _p, s in p.a.ev_states(p.qa)}
+    assert states[evs[3]] == EvState.ASSUMED_BAD
+    _sack_to(p, evs[3], SackVerdict.NONE, True)  # reliability probe answered clean
+    states = {ev: s for ev, _p, s in p.a.ev_states(p.qa)}
+    assert states[evs[3]] == EvState.GOOD
+    p.net.step()
+    assert _changes(p) == [
+        (evs[3], "GOOD", "ASSUMED_BAD", "sack_always_skip"),
+        (evs[3], "ASSUMED_BAD", "GOOD", "probe_ok"),
+    ]
+
+
+def test_timeout_marks_ev_assumed_bad_and_ev_probe_recovers_it() -> None:
+    p = make_pair(64 * KIB, opts=QpOptions(timeout=8), probe_after=1.0, ev_probe_interval=100e-6)
+    p.net.record = True
+    bad: list[int] = []
+
+    def blackhole_first(src: int, tx: TxPacket) -> str:
+        if src == 0 and is_data(tx) and tx.pkt.bth.psn == 0 and not tx.pkt.bth.rtx:
+            bad.append(tx.ev)
+            return DROP
+        return PASS
+
+    p.net.verdict = blackhole_first
+    p.write(1, 0, 4 * KIB)
+    assert p.run_until_completions(1)
+    # the EV probe is answered after the retransmission completed the Write; keep running
+    p.net.run(lambda: any(c[3] == "ev_probe_ok" for c in _changes(p)), max_time=0.1)
+    ch = _changes(p)
+    assert ch[:2] == [
+        (bad[0], "GOOD", "ASSUMED_BAD", "ack_timeout"),
+        (bad[0], "ASSUMED_BAD", "GOOD", "ev_probe_ok"),
+    ]
+    probes = [tx for (_t, s, tx) in p.net.sent if s == 0 and tx.pkt.bth.opcode == Opcode.EP_REQUEST]
+    assert probes and probes[0].ev == bad[0] and probes[0].pkt.bth.dest_qp == 2
+    assert probes[0].pkt.erth is not None and probes[0].pkt.erth.op == EndpointOp.EV_PROBE
+    # B answered statelessly, on the probe's EV
+    resp = [tx for (_t, s, tx) in p.net.sent if s == 1 and tx.pkt.bth.opcode == Opcode.EP_RESPONSE]
+    assert resp and resp[0].ev == bad[0] and resp[0].pkt.bth.psn == probes[0].pkt.bth.psn
+
+
+def test_denied_ev_is_never_used_until_controller_restores_it() -> None:
+    p = make_pair(512 * KIB, per_plane=4)
+    p.net.record = True
+    evs = [ev for ev, _port, _s in p.a.ev_states(p.qa)]
+    assert p.a.set_ev_state(1, evs[0], EvState.DENIED) == 1
+    p.write(1, 0, 256 * KIB)
+    assert p.run_until_completions(1)
+    used = {tx.ev for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx)}
+    assert used == set(evs[1:])
+    p.a.set_ev_state(1, evs[0], EvState.GOOD)
+    p.net.sent.clear()
+    p.write(2, 256 * KIB, 256 * KIB)
+    assert p.run_until_completions(2)
+    used = {tx.ev for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx)}
+    assert used == set(evs)
+    assert [c[1:] for c in _changes(p)] == [
+        ("GOOD", "DENIED", "controller"),
+        ("DENIED", "GOOD", "controller"),
+    ]
+
+
+# -- multi-plane, port status updates, endpoint operations ---------------------------------------
+def test_spraying_covers_both_planes_evenly() -> None:
+    p = make_pair(1024 * KIB, planes=2, per_plane=8)
+    p.net.record = True
+    p.write(1, 0, 1024 * KIB)
+    assert p.run_until_completions(1)
+    ports = Counter(tx.port for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx))
+    evs = Counter(tx.ev for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx))
+    assert ports == {0: 128, 1: 128} and len(evs) == 16 and set(evs.values()) == {16}
+    for _t, s, tx in p.net.sent:  # every packet goes to the peer's address on its plane
+        assert tx.dst_gid == gid(2 - s, tx.port)
+
+
+def test_peer_port_down_moves_traffic_off_that_plane() -> None:
+    p = make_pair(4096 * KIB, LinkModel(delay=5e-6, rate=12.5e9), planes=2, per_plane=8)
+    p.net.record = True
+    p.write(1, 0, 4096 * KIB)
+    p.net.run(lambda: p.b.qp_stats(p.qb).get("rx_data", 0) >= 100, max_time=1.0)
+    t_down = p.net.now
+    p.net.plane_up[1] = False  # the link of plane 1 fails ...
+    p.b.port_status(1, False, t_down)  # ... and B's NIC sees its port 1 go down
+    assert p.run_until_completions(1)
+    assert p.dst == p.src
+    psu = [tx for (t, s, tx) in p.net.sent if s == 1 and tx.pkt.bth.opcode == Opcode.EP_REQUEST]
+    assert len(psu) == 1 and psu[0].port == 0 and psu[0].pkt.erth is not None
+    assert psu[0].pkt.erth.op == EndpointOp.PORT_STATUS_UPDATE
+    assert psu[0].pkt.erth.port_status_mask == 0b01
+    t_psu = next(
+        t for (t, d, pkt, _m) in p.net.delivered if d == 0 and pkt.bth.opcode == Opcode.EP_REQUEST
+    )
+    late = [tx for (t, s, tx) in p.net.sent if s == 0 and t > t_psu and tx.port == 1]
+    assert late == []
+    st = p.a.qp_stats(p.qa)
+    assert st.get("loss_plane_down", 0) > 0 and st.get("timeouts", 0) == 0
+    assert any(
+        isinstance(e, AsyncEvent) and e.kind == AsyncEventKind.PEER_PORT_STATUS
+        for e in p.net.events[0]
+    )
+    assert any(
+        isinstance(e, AsyncEvent) and e.kind == AsyncEventKind.PORT_ERR for e in p.net.events[1]
+    )
+    # B's own control packets (SACKs) also left plane 1 at once
+    assert [tx for (t, s, tx) in p.net.sent if s == 1 and t >= t_down and tx.port == 1] == []
+    # port back: a new update with both bits, and plane 1 carries data again
+    p.b.port_status(1, True, p.net.now)
+    p.net.plane_up[1] = True
+    p.net.sent.clear()
+    p.net.run(lambda: p.b.stats.get("rx_ep_response", 0) >= 2, max_time=1.0)
+    p.write(2, 0, 512 * KIB)
+    assert p.run_until_completions(2)
+    psu2 = [tx for (_t, s, tx) in p.net.sent if s == 1 and tx.pkt.bth.opcode == Opcode.EP_REQUEST]
+    assert psu2 and psu2[0].pkt.erth is not None and psu2[0].pkt.erth.port_status_mask == 0b11
+    assert {tx.port for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx)} == {0, 1}
+
+
+def test_local_port_down_stops_its_evs_at_once() -> None:
+    p = make_pair(1024 * KIB, planes=2, per_plane=4)
+    p.net.record = True
+    p.a.port_status(0, False, 0.0)
+    p.net.plane_up[0] = False
+    p.write(1, 0, 1024 * KIB)
+    assert p.run_until_completions(1)
+    assert {tx.port for (_t, s, tx) in p.net.sent if s == 0} == {1}
+    assert p.a.port_status_mask == 0b10
+
+
+def test_ev_probe_endpoint_rtt_and_timeout() -> None:
+    a = make_host(1)
+    b = make_host(2)  # no QPs at all: endpoint operations are stateless
+    from hosts.transport.sim import Network
+
+    net = Network([a, b], LinkModel(delay=7e-6))
+    rid = a.send_ev_probe(gid(2, 0), 0, 0x1234, 0.0)
+    net.run(lambda: bool(net.events[0]), max_time=0.01)
+    (resp,) = net.events[0]
+    assert isinstance(resp, EndpointResponse)
+    assert resp.req_id == rid and resp.ev == 0x1234 and resp.op == EndpointOp.EV_PROBE
+    assert resp.rtt == pytest.approx(14e-6, abs=0.2e-6)
+    net.plane_up[0] = False
+    rid2 = a.send_ev_probe(gid(2, 0), 0, 0x1234, net.now)
+    net.run(lambda: len(net.events[0]) > 1, max_time=0.1)
+    assert isinstance(net.events[0][1], EndpointTimeout) and net.events[0][1].req_id == rid2
+    # port status updates are retried before giving up
+    rid3 = a.send_port_status_update(gid(2, 0), net.now)
+    net.run(lambda: len(net.events[0]) > 2, max_time=1.0)
+    assert isinstance(net.events[0][2], EndpointTimeout) and net.events[0][2].req_id == rid3
+    assert a.stats["tx_ep_retry"] == a.config.endpoint_retries
