@@ -14,45 +14,20 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from hosts.wire import layout as L
-from hosts.wire.compile import CompiledLayout, compile_layout, generate, plan_stack
+from hosts.wire.compile import CompiledLayout, compile_layout
 from hosts.wire.enums import ICRC_LEN, Opcode
 from hosts.wire.errors import WireError
 from hosts.wire.headers import (
-    Aeth,
     Bth,
-    CcState,
-    Eeth,
-    Erth,
-    ImmDt,
-    Meth,
-    Neth,
-    Peth,
-    Reth,
-    Seth,
-    Tseth,
 )
-from hosts.wire.icrc import compute_icrc, read_icrc
 from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
+from hosts.wire.stacks import HEADER_CLASSES, build_stacks
 
 Buffer = bytes | bytearray | memoryview
 
-HEADER_CLASSES: dict[str, type] = {  # MrcPacket attribute -> header dataclass
-    "meth": Meth,
-    "tseth": Tseth,
-    "reth": Reth,
-    "immdt": ImmDt,
-    "aeth": Aeth,
-    "seth": Seth,
-    "cc_state": CcState,
-    "neth": Neth,
-    "peth": Peth,
-    "erth": Erth,
-    "eeth": Eeth,
-}
 
 BTH_CODEC = compile_layout(L.BTH, Bth)
 HEADER_CODECS: dict[str, CompiledLayout] = {
@@ -100,7 +75,6 @@ _unpack_eth = ETH_CODEC.unpack
 _pack_eth = ETH_CODEC.pack
 _unpack_srh = SRH_CODEC.unpack
 _pack_srh = SRH_CODEC.pack
-_pack_icrc = struct.Struct("<I").pack_into
 
 
 def _opinfo(opcode: int, where: int) -> tuple[Opcode, tuple[_Step, ...], bool]:
@@ -214,122 +188,8 @@ def _finish_payload(pkt: MrcPacket, data: Buffer, off: int, end: int, has_payloa
 
 
 # ------------------------------------------------------------------ frames
-# Whole-stack functions, generated per (opcode, TSETH present, Ethernet included): one
-# pack_into / unpack_from covers Ethernet (optional), IPv6, UDP, BTH and the extension headers.
-_FRAME_SOURCE = {
-    "eth.dst": "frame.eth_dst",
-    "eth.src": "frame.eth_src",
-    "eth.ethertype": f"{L.ETHERTYPE_IPV6}",
-    "ip.version": "6",
-    "ip.dscp": "frame.dscp",
-    "ip.ecn": "frame.ecn",
-    "ip.flow_label": "frame.flow_label",
-    "ip.payload_len": "ulen",
-    "ip.next_header": f"{L.IPPROTO_UDP}",
-    "ip.hop_limit": "frame.hop_limit",
-    "ip.src": "frame.ip_src",
-    "ip.dst": "frame.ip_dst",
-    "udp.sport": "frame.udp_sport",
-    "udp.dport": "frame.udp_dport",
-    "udp.length": "ulen",
-    "udp.checksum": "0",
-}
-_PKT_SLOTS = [f.name for f in dataclass_fields(MrcPacket)]
-_FRAME_SLOTS = [f.name for f in dataclass_fields(Frame)]
-
-
-class _Stack:
-    """Generated encoder/decoder of one header stack (see _build_stack)."""
-
-    __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
-
-    def __init__(self, op: Opcode, tsh: bool, with_eth: bool) -> None:
-        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
-        parts = [("eth", L.ETH)] if with_eth else []
-        parts += [("ip", L.IPV6), ("udp", L.UDP), ("bth", L.BTH)]
-        parts += [(a, L.MRC_HEADERS[a]) for a in attrs]
-        plan = plan_stack(parts)
-        self.op = op
-        self.size = plan.size
-        self.has_payload = op in L.PAYLOAD_OPCODES
-        x = plan.extract
-
-        def ctor(prefix: str, cls: str, names: list[str], override: dict[str, str]) -> str:
-            args = ", ".join(override.get(n, x[f"{prefix}.{n}"]) for n in names)
-            return f"{cls}({args})"
-
-        bth_names = [f.name for f in L.BTH.fields]
-        headers = {"bth": ctor("bth", "_Bth", bth_names, {"opcode": "_op"})}
-        for a in attrs:
-            headers[a] = ctor(a, f"_{a}", [f.name for f in L.MRC_HEADERS[a].fields], {})
-        pkt_args = ", ".join(headers.get(slot, "None") for slot in _PKT_SLOTS[:12])
-        frame_vals = {
-            "eth_dst": x["eth.dst"] if with_eth else "eth_dst",
-            "eth_src": x["eth.src"] if with_eth else "eth_src",
-            "ip_src": x["ip.src"],
-            "ip_dst": x["ip.dst"],
-            "dscp": x["ip.dscp"],
-            "ecn": x["ip.ecn"],
-            "flow_label": x["ip.flow_label"],
-            "hop_limit": x["ip.hop_limit"],
-            "udp_sport": x["udp.sport"],
-            "udp_dport": x["udp.dport"],
-            "srv6": "srv6",
-        }
-        frame_args = ", ".join(frame_vals[s] for s in _FRAME_SLOTS)
-        ethertype = x["eth.ethertype"] if with_eth else f"{L.ETHERTYPE_IPV6}"
-        checks = ", ".join(
-            [
-                ethertype,
-                x["ip.version"],
-                x["ip.next_header"],
-                x["ip.payload_len"],
-                x["udp.dport"],
-                x["udp.length"],
-            ]
-        )
-
-        def source_of(q: str) -> str:
-            return _FRAME_SOURCE.get(q, q)
-
-        words = ", ".join(plan.insert(source_of))
-        loads = "".join(f"    {a} = pkt.{a}\n" for a in attrs)
-        src = (
-            "def decode(data, off, eth_dst, eth_src, srv6, _u=_st.unpack_from):\n"
-            f"    {plan.word_vars} = _u(data, off)\n"
-            f"    return ({checks}, _Frame({frame_args}), _Pkt({pkt_args}))\n"
-            "def encode(buf, off, frame, pkt, ulen, _p=_st.pack_into):\n"
-            "    bth = pkt.bth\n"
-            f"{loads}"
-            f"    _p(buf, off, {words})\n"
-        )
-        env = {f"_{a}": HEADER_CLASSES[a] for a in attrs}
-        ns = generate(
-            src,
-            f"stack {op.name}",
-            _st=plan.struct,
-            _op=op,
-            _Bth=Bth,
-            _Frame=Frame,
-            _Pkt=MrcPacket,
-            **env,
-        )
-        self.decode: Callable[..., tuple[Any, ...]] = ns["decode"]
-        self.encode: Callable[..., None] = ns["encode"]
-        self.source = src
-
-
-def _stacks(with_eth: bool) -> dict[int, _Stack]:
-    return {
-        (int(op) << 1) | tsh: _Stack(op, bool(tsh), with_eth)
-        for op in L.OPCODE_HEADERS
-        for tsh in (0, 1)
-        if tsh == 0 or op in L.PAYLOAD_OPCODES
-    }
-
-
-_ETH_STACKS = _stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
-_INNER_STACKS = _stacks(False)  # SRv6 frames: inner IPv6 | UDP | BTH | ... after the outer part
+_ETH_STACKS = build_stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
+_INNER_STACKS = build_stacks(False)  # SRv6: inner IPv6 | UDP | BTH | ... after the outer part
 _TSH_BIT = 0x10  # BTH byte 8
 
 
@@ -359,41 +219,26 @@ def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offs
     if srv6 is None:
         stack = _ETH_STACKS.get(key)
         start = offset
-        ip_off = offset + _ETH_LEN
     else:
         stack = _INNER_STACKS.get(key)
-        ip_off = start = offset + _outer_len(frame)
+        start = offset + _outer_len(frame)
     if stack is None:
         if tsh and (bth.opcode & 0xFF) in _OPINFO:
             raise WireError(f"{Opcode(bth.opcode).name} cannot carry a TSETH", offset)
         raise WireError(f"unknown MRC opcode {bth.opcode:#04x}", offset)
-    payload = pkt.payload
-    plen = len(payload) if stack.has_payload else 0
-    pad = -plen & 3
-    if bth.pad != pad or bth.tsh != tsh:
-        bth.pad = pad
-        bth.tsh = tsh
-    hdr_end = start + stack.size
-    end = hdr_end + plen + pad
-    total = end + ICRC_LEN
-    if total > len(buf):
-        raise WireError(f"buffer too small: need {total} bytes, have {len(buf)}", offset)
+    mv = buf if type(buf) is memoryview else memoryview(buf)
     try:
-        stack.encode(buf, start, frame, pkt, total - ip_off - _IP_LEN)
+        total = stack.encode(buf, mv, start, frame, pkt, tsh)
     except AttributeError as exc:  # a required extension header is None
         raise WireError(f"{stack.op.name} is missing a header ({exc})", start) from None
-    except (struct.error, TypeError) as exc:  # e.g. an address that is not bytes
+    except (struct.error, TypeError, ValueError) as exc:  # e.g. an address that is not bytes
+        if isinstance(exc, WireError):
+            raise
         raise WireError(f"cannot encode frame: {exc}", start) from None
     if srv6 is not None:
         _pack_eth(buf, offset, frame.eth_dst, frame.eth_src, L.ETHERTYPE_IPV6)
         _encode_srv6(srv6, buf, offset + _ETH_LEN, total)
-    mv = buf if type(buf) is memoryview else memoryview(buf)
-    if plen:
-        mv[hdr_end : hdr_end + plen] = payload
-    if pad:
-        mv[hdr_end + plen : end] = _ZEROS[pad]
-    _pack_icrc(buf, end, compute_icrc(mv, ip_off, end))
-    return total - offset
+    return int(total - offset)
 
 
 def _encode_srv6(srv6: Srv6Outer, buf: bytearray | memoryview, off: int, total: int) -> None:
@@ -465,50 +310,9 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
         if mv[bth_off] in _OPINFO:
             raise WireError(f"BTH tsh set on {_OPINFO[mv[bth_off]][0].name}", bth_off + 8)
         raise WireError(f"unknown MRC opcode {mv[bth_off]:#04x}", bth_off)
-    hdr_end = start + stack.size
-    if hdr_end > limit:
+    if start + stack.size > limit:
         _diagnose(mv, ip_off, limit)
-    ethertype, ver, nh, plen, dport, ulen, frame, pkt = stack.decode(
-        mv, start, eth_dst, eth_src, srv6
-    )
-    if ethertype != L.ETHERTYPE_IPV6:
-        raise WireError(f"not IPv6 (ethertype {ethertype:#06x})", 12)
-    if ver != 6:
-        raise WireError(f"inner IP version {ver}, expected 6", ip_off)
-    if nh != L.IPPROTO_UDP:
-        raise WireError(f"inner IPv6 next header {nh} is not UDP", ip_off + 6)
-    ip_end = ip_off + _IP_LEN + plen
-    if ip_end > limit:
-        raise WireError(
-            f"IPv6 payload length {plen} exceeds the {limit - ip_off} bytes", ip_off + 4
-        )
-    udp_off = ip_off + _IP_LEN
-    if dport != 4791:
-        raise WireError(f"UDP destination port {dport} is not RoCEv2 (4791)", udp_off + 2)
-    end = udp_off + ulen
-    if end > ip_end or ulen < _UDP_LEN:
-        raise WireError(f"bad UDP length {ulen}", udp_off + 4)
-    if hdr_end > end:
-        raise WireError(f"UDP length {ulen} too short for {stack.op.name} headers", udp_off + 4)
-    if stack.has_payload and hdr_end == end:
-        pkt.trimmed = True
-        return frame, pkt
-    if end - hdr_end < ICRC_LEN:
-        raise WireError("truncated ICRC", hdr_end)
-    end -= ICRC_LEN
-    if verify_icrc:
-        want = compute_icrc(mv, ip_off, end)
-        got = read_icrc(mv, end)
-        if got != want:
-            raise WireError(f"bad ICRC {got:#010x}, expected {want:#010x}", end)
-    if stack.has_payload:
-        pad = pkt.bth.pad
-        if end - hdr_end < pad:
-            raise WireError(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)
-        pkt.payload = mv[hdr_end : end - pad]
-    elif end != hdr_end:
-        raise WireError(f"{end - hdr_end} unexpected bytes after {stack.op.name} headers", hdr_end)
-    return frame, pkt
+    return stack.decode(mv, start, limit, eth_dst, eth_src, srv6, verify_icrc)
 
 
 def _diagnose(data: Buffer, ip_off: int, limit: int) -> None:

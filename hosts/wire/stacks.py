@@ -1,0 +1,279 @@
+"""Generated whole-frame encoders/decoders, one per (opcode, TSETH present, Ethernet included).
+
+A stack is Ethernet (plain frames only), IPv6, UDP, BTH and the opcode's extension headers.
+For each stack this module generates Python source that packs or unpacks every header with one
+precompiled ``struct.Struct`` call, builds the dataclass instances directly (``object.__new__``
+and slot stores, which skips an ``__init__`` call per object), checks lengths, copies or slices
+the payload and computes or verifies the ICRC. The layouts come from layout.py through
+compile.plan_stack; nothing here knows a bit position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from hosts.wire import layout as L
+from hosts.wire.compile import generate, plan_stack
+from hosts.wire.enums import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
+from hosts.wire.errors import WireError
+from hosts.wire.headers import (
+    Aeth,
+    Bth,
+    CcState,
+    Eeth,
+    Erth,
+    ImmDt,
+    Meth,
+    Neth,
+    Peth,
+    Reth,
+    Seth,
+    Tseth,
+)
+from hosts.wire.icrc import compute_icrc, read_icrc
+from hosts.wire.packet import Frame, MrcPacket
+
+HEADER_CLASSES: dict[str, type] = {  # MrcPacket attribute -> header dataclass
+    "meth": Meth,
+    "tseth": Tseth,
+    "reth": Reth,
+    "immdt": ImmDt,
+    "aeth": Aeth,
+    "seth": Seth,
+    "cc_state": CcState,
+    "neth": Neth,
+    "peth": Peth,
+    "erth": Erth,
+    "eeth": Eeth,
+}
+
+# Where each network-layer field comes from when encoding.
+_FRAME_SOURCE = {
+    "eth.dst": "frame.eth_dst",
+    "eth.src": "frame.eth_src",
+    "eth.ethertype": f"{L.ETHERTYPE_IPV6}",
+    "ip.version": "6",
+    "ip.dscp": "frame.dscp",
+    "ip.ecn": "frame.ecn",
+    "ip.flow_label": "frame.flow_label",
+    "ip.payload_len": "ulen",
+    "ip.next_header": f"{L.IPPROTO_UDP}",
+    "ip.hop_limit": "frame.hop_limit",
+    "ip.src": "frame.ip_src",
+    "ip.dst": "frame.ip_dst",
+    "udp.sport": "frame.udp_sport",
+    "udp.dport": "frame.udp_dport",
+    "udp.length": "ulen",
+    "udp.checksum": "0",
+}
+_FRAME_FIELDS = {
+    "eth_dst": "eth.dst",
+    "eth_src": "eth.src",
+    "ip_src": "ip.src",
+    "ip_dst": "ip.dst",
+    "dscp": "ip.dscp",
+    "ecn": "ip.ecn",
+    "flow_label": "ip.flow_label",
+    "hop_limit": "ip.hop_limit",
+    "udp_sport": "udp.sport",
+    "udp_dport": "udp.dport",
+}
+_IP = L.IPV6.size
+_UDP = L.UDP.size
+_ETH = L.ETH.size
+
+
+class Stack:
+    """Generated functions of one header stack.
+
+    ``decode(mv, start, limit, eth_dst, eth_src, srv6, verify) -> (Frame, MrcPacket)`` parses a
+    stack that starts at ``start`` in ``mv`` (bytes up to ``limit`` belong to the packet).
+    ``encode(buf, mv, start, frame, pkt, tsh) -> end`` writes it and returns the end offset
+    (after the ICRC). Both raise WireError; the caller guarantees ``start + size <= limit``.
+    """
+
+    __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
+
+    def __init__(self, op: Opcode, tsh: bool, with_eth: bool) -> None:
+        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
+        parts = [("eth", L.ETH)] if with_eth else []
+        parts += [("ip", L.IPV6), ("udp", L.UDP), ("bth", L.BTH)]
+        parts += [(a, L.MRC_HEADERS[a]) for a in attrs]
+        plan = plan_stack(parts)
+        self.op = op
+        self.size = plan.size
+        self.has_payload = op in L.PAYLOAD_OPCODES
+        x = plan.extract
+        ip_at = _ETH if with_eth else 0
+        lines = [
+            "def decode(mv, start, limit, eth_dst, eth_src, srv6, verify, _u=_st.unpack_from):",
+            f"    {plan.word_vars} = _u(mv, start)",
+        ]
+        if with_eth:
+            lines += [
+                f"    if {x['eth.ethertype']} != {L.ETHERTYPE_IPV6}:",
+                f'        raise _E(f"not IPv6 (ethertype {{{x["eth.ethertype"]}:#06x}})", start + 12)',
+            ]
+        lines += [
+            f"    ip_off = start + {ip_at}",
+            f"    if {x['ip.version']} != 6:",
+            f'        raise _E(f"IP version {{{x["ip.version"]}}}, expected 6", ip_off)',
+            f"    if {x['ip.next_header']} != {L.IPPROTO_UDP}:",
+            f'        raise _E(f"inner IPv6 next header {{{x["ip.next_header"]}}} is not UDP", ip_off + 6)',
+            f"    ip_end = ip_off + {_IP} + {x['ip.payload_len']}",
+            "    if ip_end > limit:",
+            f'        raise _E(f"IPv6 payload length {{{x["ip.payload_len"]}}} exceeds the {{limit - ip_off}} bytes", ip_off + 4)',
+            f"    if {x['udp.dport']} != {ROCEV2_UDP_PORT}:",
+            f'        raise _E(f"UDP destination port {{{x["udp.dport"]}}} is not RoCEv2 (4791)", ip_off + {_IP + 2})',
+            f"    ulen = {x['udp.length']}",
+            f"    end = ip_off + {_IP} + ulen",
+            f"    if end > ip_end or ulen < {_UDP}:",
+            f'        raise _E(f"bad UDP length {{ulen}}", ip_off + {_IP + 4})',
+            f"    hdr_end = start + {plan.size}",
+            "    if hdr_end > end:",
+            f'        raise _E(f"UDP length {{ulen}} too short for {op.name} headers", ip_off + {_IP + 4})',
+        ]
+        lines += _build_object("bth", "_Bth", [f.name for f in L.BTH.fields], x, {"opcode": "_op"})
+        for a in attrs:
+            lines += _build_object(a, f"_{a}", [f.name for f in L.MRC_HEADERS[a].fields], x, {})
+        lines.append("    pkt = _new(_Pkt)")
+        for slot in (f.name for f in dataclass_fields(MrcPacket)):
+            value = {"bth": "bth", "payload": 'b""', "trimmed": "False"}.get(slot)
+            if value is None:
+                value = slot if slot in attrs else "None"
+            lines.append(f"    pkt.{slot} = {value}")
+        lines.append("    frame = _new(_Frame)")
+        for slot in (f.name for f in dataclass_fields(Frame)):
+            if slot == "srv6":
+                value = "srv6"
+            elif slot in ("eth_dst", "eth_src") and not with_eth:
+                value = slot
+            else:
+                value = x[_FRAME_FIELDS[slot]]
+            lines.append(f"    frame.{slot} = {value}")
+        if self.has_payload:
+            lines += [
+                "    if hdr_end == end:",
+                "        pkt.trimmed = True",
+                "        return frame, pkt",
+            ]
+        lines += [
+            f"    if end - hdr_end < {ICRC_LEN}:",
+            '        raise _E("truncated ICRC", hdr_end)',
+            f"    end -= {ICRC_LEN}",
+            "    if verify:",
+            "        want = _icrc(mv, ip_off, end)",
+            "        got = _read_icrc(mv, end)",
+            "        if got != want:",
+            '            raise _E(f"bad ICRC {got:#010x}, expected {want:#010x}", end)',
+        ]
+        if self.has_payload:
+            lines += [
+                "    pad = bth.pad",
+                "    if end - hdr_end < pad:",
+                '        raise _E(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)',
+                "    pkt.payload = mv[hdr_end : end - pad]",
+            ]
+        else:
+            lines += [
+                "    if end != hdr_end:",
+                f'        raise _E(f"{{end - hdr_end}} unexpected bytes after {op.name} headers", hdr_end)',
+            ]
+        lines.append("    return frame, pkt")
+
+        def source_of(q: str) -> str:
+            return _FRAME_SOURCE.get(q, q)
+
+        lines += [
+            "def encode(buf, mv, start, frame, pkt, tsh, _p=_st.pack_into):",
+            "    bth = pkt.bth",
+            *(f"    {a} = pkt.{a}" for a in attrs),
+        ]
+        if self.has_payload:
+            lines += [
+                "    payload = pkt.payload",
+                "    plen = len(payload)",
+                "    pad = -plen & 3",
+                "    if bth.pad != pad or bth.tsh != tsh:",
+                "        bth.pad = pad",
+                "        bth.tsh = tsh",
+                f"    hdr_end = start + {plan.size}",
+                "    end = hdr_end + plen + pad",
+            ]
+        else:
+            lines += [
+                "    if bth.pad or bth.tsh:",
+                "        bth.pad = 0",
+                "        bth.tsh = False",
+                f"    end = start + {plan.size}",
+            ]
+        lines += [
+            f"    total = end + {ICRC_LEN}",
+            "    if total > len(mv):",
+            '        raise _E(f"buffer too small: need {total} bytes, have {len(mv)}", start)',
+            f"    ip_off = start + {ip_at}",
+            f"    ulen = total - ip_off - {_IP}",
+            f"    _p(buf, start, {', '.join(plan.insert(source_of))})",
+        ]
+        if self.has_payload:
+            lines += [
+                "    if plen:",
+                "        mv[hdr_end : hdr_end + plen] = payload",
+                "    if pad:",
+                "        mv[hdr_end + plen : end] = _ZEROS[pad]",
+            ]
+        lines += [
+            "    _pack_icrc(buf, end, _icrc(mv, ip_off, end))",
+            "    return total",
+        ]
+        src = "\n".join(lines) + "\n"
+        ns = generate(
+            src,
+            f"stack {op.name}{' tseth' if tsh else ''}{' eth' if with_eth else ''}",
+            _st=plan.struct,
+            _op=op,
+            _new=object.__new__,
+            _Bth=Bth,
+            _Frame=Frame,
+            _Pkt=MrcPacket,
+            _E=WireError,
+            _icrc=compute_icrc,
+            _read_icrc=read_icrc,
+            _pack_icrc=_PACK_ICRC,
+            _ZEROS=(b"", b"\x00", b"\x00\x00", b"\x00\x00\x00"),
+            **{f"_{a}": HEADER_CLASSES[a] for a in attrs},
+        )
+        self.decode: Callable[..., tuple[Frame, MrcPacket]] = ns["decode"]
+        self.encode: Callable[..., int] = ns["encode"]
+        self.source = src
+
+
+def _build_object(
+    var: str, cls: str, names: list[str], x: dict[str, str], override: dict[str, str]
+) -> list[str]:
+    prefix = var
+    lines = [f"    {var} = _new({cls})"]
+    for n in names:
+        lines.append(f"    {var}.{n} = {override.get(n, x[f'{prefix}.{n}'])}")
+    return lines
+
+
+def _pack_icrc_factory() -> Callable[..., Any]:
+    import struct
+
+    return struct.Struct("<I").pack_into
+
+
+_PACK_ICRC = _pack_icrc_factory()
+
+
+def build_stacks(with_eth: bool) -> dict[int, Stack]:
+    """All stacks keyed by ``opcode << 1 | tsh``."""
+    return {
+        (int(op) << 1) | tsh: Stack(op, bool(tsh), with_eth)
+        for op in L.OPCODE_HEADERS
+        for tsh in (0, 1)
+        if tsh == 0 or op in L.PAYLOAD_OPCODES
+    }
