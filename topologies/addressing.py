@@ -67,10 +67,15 @@ def usid_block(topo: Topology, plane: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class UsidAssignment:
+    """A switch's uSID; ``aliases`` are the extra uSIDs it answers to (index + k x group size
+    below the next power of two), so that an EV field value v selects index v mod n in SRv6
+    mode exactly as in Structured-EV mode when a group is not a power of two."""
+
     usid: int
     group: int
     index: int
     group_size: int
+    aliases: tuple[int, ...] = ()
 
 
 @cache
@@ -93,9 +98,12 @@ def _usid_plan(topo: Topology) -> dict[str, UsidAssignment]:
                         f"plane {plane} tier {tier}: more than {1 << USID_GROUP_BITS} groups or "
                         f"{1 << USID_INDEX_BITS} switches per group do not fit a uSID"
                     )
+                n = len(names)
+                span = 1 << max(0, (n - 1).bit_length())  # next power of two >= n
                 for index, name in enumerate(names):
-                    usid = (tier + 1) << 12 | group << USID_INDEX_BITS | index
-                    plan[name] = UsidAssignment(usid, group, index, len(names))
+                    base = (tier + 1) << 12 | group << USID_INDEX_BITS
+                    aliases = tuple(base | i for i in range(index + n, span, n))
+                    plan[name] = UsidAssignment(base | index, group, index, n, aliases)
     return plan
 
 
@@ -109,10 +117,16 @@ def usid_of(topo: Topology, switch: str) -> UsidAssignment:
 
 def locator(topo: Topology, switch: str) -> ipaddress.IPv6Network:
     """The /48 locator of a switch: its plane's block followed by its uSID."""
+    return locators(topo, switch)[0]
+
+
+def locators(topo: Topology, switch: str) -> list[ipaddress.IPv6Network]:
+    """The switch's locator followed by those of its alias uSIDs."""
     plane = topo.node(switch).plane
     assert plane is not None
-    value = (usid_block(topo, plane) << 96) | (usid_of(topo, switch).usid << 80)
-    return ipaddress.IPv6Network((value, 48))
+    a = usid_of(topo, switch)
+    block = usid_block(topo, plane) << 96
+    return [ipaddress.IPv6Network((block | (u << 80), 48)) for u in (a.usid, *a.aliases)]
 
 
 def usid_container(block: int, usids: list[int]) -> ipaddress.IPv6Address:

@@ -8,7 +8,9 @@ from the EV's most significant bit (T0 first), each ``ceil(log2(max fan-out))`` 
 the EV is 32 bits in Structured-EV mode (high 16 bits in the flow label, low 16 in the UDP
 source port, see hosts/wire/ev.py) and 16 bits in SRv6 mode (UDP source port). Bits after the
 fields are free entropy. A switch maps field value v to next hop ``v mod n``; EV generators
-should keep each field below the fan-out (``EvField.max_val``).
+may keep each field below the fan-out. In SRv6 mode a group of n switches that is not a power
+of two answers to alias uSIDs (addressing.py), so value v also selects index v mod n there,
+as long as v is below the next power of two of n.
 
 SRv6: the container of a (source, destination) pair lists, for each choice point on the way,
 the uSID of the chosen switch. The candidates of a choice point are one uSID group (see

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from common.classes import TrafficClass
-from topologies.addressing import host_gid, locator, mac, usid_of
+from topologies.addressing import host_gid, locator, locators, mac, usid_of
 from topologies.evlayout import STEV_BITS, EvLayout, ev_layout
 from topologies.model import FabricKind, NodeKind, PathMode, Topology
 from topologies.paths import Hop, base_rtt, next_hops
@@ -222,14 +222,16 @@ def switch_tables(topo: Topology, mode: PathMode | None = None) -> dict[str, Swi
             routes.append(Route(prefix, action, f"{host.name}:{plane}"))
         usid_entries: tuple[UsidEntry, ...] = ()
         if mode == PathMode.SRV6:
-            mine = locator(topo, sw)
-            last = ipaddress.IPv6Network((int(mine.network_address), 64))
-            usid_entries = (UsidEntry(mine, "shift"), UsidEntry(last, "decap"))
+            entries = []
+            for mine in locators(topo, sw):
+                last = ipaddress.IPv6Network((int(mine.network_address), 64))
+                entries += [UsidEntry(mine, "shift"), UsidEntry(last, "decap")]
+            usid_entries = tuple(entries)
             for other in topo.switches_in_plane(plane):
                 hops = next_hops(topo, plane, other.name).get(sw) if other.name != sw else None
                 if hops:
                     action = builder.action(hops, False)
-                    routes.append(Route(locator(topo, other.name), action, other.name))
+                    routes += [Route(net, action, other.name) for net in locators(topo, other.name)]
         out[sw] = SwitchTables(
             switch=sw,
             plane=plane,
