@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from google.rpc import code_pb2
@@ -149,7 +149,11 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
 # ---- read ------------------------------------------------------------------------------------
 
 
-def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4runtime_pb2.Entity]:
+NewEntity = Callable[[], p4runtime_pb2.Entity]
+
+
+def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity, new: NewEntity) -> None:
+    """Append every entity matching ``entity`` (wildcards allowed) through ``new()``."""
     which = entity.WhichOneof("entity")
     if which == "table_entry":
         te = entity.table_entry
@@ -159,7 +163,7 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4r
         for table in tables:
             if te.is_default_action:
                 if table.schema.implementation is None:
-                    yield p4runtime_pb2.Entity(table_entry=codec.encode_default(table))
+                    new().table_entry.CopyFrom(codec.encode_default(table))
                 continue
             if te.match:
                 key = codec.decode_key(table, te)
@@ -168,7 +172,7 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4r
             else:
                 selected = list(table.entries.values())
             for e in selected:
-                yield p4runtime_pb2.Entity(table_entry=codec.encode_entry(table, e))
+                new().table_entry.CopyFrom(codec.encode_entry(table, e))
     elif which == "action_profile_member":
         m = entity.action_profile_member
         profiles = (
@@ -180,11 +184,10 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4r
             for mid, call in sorted(profile.members.items()):
                 if m.member_id and mid != m.member_id:
                     continue
-                msg = p4runtime_pb2.ActionProfileMember(
-                    action_profile_id=profile.profile_id, member_id=mid
-                )
-                msg.action.CopyFrom(codec.encode_action(call))
-                yield p4runtime_pb2.Entity(action_profile_member=msg)
+                out_m = new().action_profile_member
+                out_m.action_profile_id = profile.profile_id
+                out_m.member_id = mid
+                out_m.action.CopyFrom(codec.encode_action(call))
     elif which == "action_profile_group":
         g = entity.action_profile_group
         profiles = (
@@ -196,40 +199,40 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity) -> Iterable[p4r
             for gid, group in sorted(profile.groups.items()):
                 if g.group_id and gid != g.group_id:
                     continue
-                yield p4runtime_pb2.Entity(action_profile_group=codec.encode_group(profile, group))
+                new().action_profile_group.CopyFrom(codec.encode_group(profile, group))
     elif which == "counter_entry":
         c = entity.counter_entry
         ids = list(state.counters) if c.counter_id == 0 else [c.counter_id]
+        index = _index(c.HasField("index"), c.index)
         for cid in ids:
             counter = state.counters.get(cid)
             if counter is None:
                 raise codec.invalid_id()
-            index = _index(c.HasField("index"), c.index)
             if index is not None and index >= counter.size:
                 raise WriteError(code_pb2.OUT_OF_RANGE, f"Counter index {index} out of range")
-            cells = range(counter.size) if index is None else [index]
-            for i in cells:
-                out = p4runtime_pb2.CounterEntry(counter_id=cid)
+            packets, nbytes = counter.packets, counter.bytes
+            for i in range(counter.size) if index is None else (index,):
+                out = new().counter_entry
+                out.counter_id = cid
                 out.index.index = i
-                out.data.packet_count = counter.packets[i]
-                out.data.byte_count = counter.bytes[i]
-                yield p4runtime_pb2.Entity(counter_entry=out)
+                data = out.data
+                data.packet_count = packets[i]
+                data.byte_count = nbytes[i]
     elif which == "register_entry":
         r = entity.register_entry
         ids = list(state.registers) if r.register_id == 0 else [r.register_id]
+        index = _index(r.HasField("index"), r.index)
         for rid in ids:
             reg = state.registers.get(rid)
             if reg is None:
                 raise codec.invalid_id()
-            index = _index(r.HasField("index"), r.index)
             if index is not None and index >= reg.size:
                 raise WriteError(code_pb2.OUT_OF_RANGE, f"Register index {index} out of range")
-            cells = range(reg.size) if index is None else [index]
-            for i in cells:
-                out_r = p4runtime_pb2.RegisterEntry(register_id=rid)
+            for i in range(reg.size) if index is None else (index,):
+                out_r = new().register_entry
+                out_r.register_id = rid
                 out_r.index.index = i
                 out_r.data.bitstring = encode(reg.cells[i])
-                yield p4runtime_pb2.Entity(register_entry=out_r)
     else:
         raise WriteError(
             code_pb2.UNIMPLEMENTED, f"{which or 'empty entity'} reads are not supported by this target"
@@ -243,9 +246,12 @@ def read_entities(
     state = pipeline.state
     assert state is not None
     responses = [p4runtime_pb2.ReadResponse()]
+
+    def new() -> p4runtime_pb2.Entity:
+        if len(responses[-1].entities) >= ENTITIES_PER_RESPONSE:
+            responses.append(p4runtime_pb2.ReadResponse())
+        return responses[-1].entities.add()
+
     for entity in entities:
-        for found in _read_one(state, entity):
-            if len(responses[-1].entities) >= ENTITIES_PER_RESPONSE:
-                responses.append(p4runtime_pb2.ReadResponse())
-            responses[-1].entities.append(found)
+        _read_one(state, entity, new)
     return responses
