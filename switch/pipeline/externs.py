@@ -84,3 +84,12 @@ class RegisterArray:
     def write(self, index: int, value: int) -> None:
         if 0 <= index < self.size:
             self.cells[index] = value & self.mask
+
+
+HASH_ALGORITHMS = {"crc16": crc16_arc, "crc32": crc32}
+
+
+def v1model_hash(algo: str, base: int, fields: list[tuple[int, int]], max_value: int) -> int:
+    """v1model hash(): ``base + H(fields packed MSB first) % max`` (max 0 means no modulo)."""
+    h = HASH_ALGORITHMS[algo](pack_fields(fields))
+    return base + (h % max_value if max_value else h)
