@@ -235,7 +235,14 @@ class ProfileStore:
         if req.HasField("mode"):
             if req.mode not in (pb.EV_MODE_AUTO, pb.EV_MODE_EXP, pb.EV_MODE_GEN):
                 raise invalid(f"EV profile {pid}: mode must be AUTO, EXP or GEN")
+            if req.mode != p.mode and old_state == pb.PROFILE_OFFLINE:
+                # a new mode starts from an empty EV universe
+                del p.evs[:]
+                del p.fields[:]
+                rec.overrides.clear()
             p.mode = req.mode
+            if p.mode == pb.EV_MODE_EXP and old_state == pb.PROFILE_OFFLINE:
+                self._resize(p)
         if req.HasField("fmt_profile_id"):
             fmt_id = req.fmt_profile_id
             if fmt_id not in self._fmt or self._fmt[fmt_id].state == pb.PROFILE_INIT:
@@ -344,6 +351,8 @@ class ProfileStore:
             )
         if p.mode == pb.EV_MODE_AUTO:
             return
+        if p.mode == pb.EV_MODE_GEN and not p.fields:
+            raise invalid(f"EV profile {pid}: a GEN profile needs fields")
         fmt = self._fmt.get(p.fmt_profile_id)
         if fmt is None or fmt.state != pb.PROFILE_ONLINE:
             raise invalid(f"EV profile {pid}: EV format profile {p.fmt_profile_id} is not ONLINE")

@@ -362,3 +362,22 @@ def test_generation_increases_only_on_distributed_changes() -> None:
     for pid in itertools.islice(itertools.count(3), 2):
         err(store.modify_fmt, pb.ModifyEvFmtProfileRequest(profile_id=pid, state=pb.PROFILE_ONLINE))
     assert store.generation == g0 + 1
+
+
+def test_mode_change_resets_the_ev_universe() -> None:
+    store = ProfileStore(ports=2)
+    fmt_online(store)
+    exp_profile(store, count=2)
+    fill(store, 1, [(0x11, 1), (0x22, 2)])
+    op = pb.EvOp(
+        op=pb.MODIFY_EV_STATE,
+        entries=[pb.EvOpEntry(ev=pb.Ev(value=0x22, port=2), state=pb.EV_DENIED)],
+    )
+    assert store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, ev_op=op))[0].denied
+    # EXP -> GEN without fields cannot go ONLINE; the EXP array and denials are gone
+    prof, _ = store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, mode=pb.EV_MODE_GEN))
+    assert not prof.denied and not prof.fields
+    assert "needs fields" in err(online, store).message
+    # back to EXP: a fresh unpopulated array of ev_count entries
+    prof, _ = store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, mode=pb.EV_MODE_EXP))
+    assert [(e.value, e.port) for e in prof.evs] == [(0, 0), (0, 0)]
