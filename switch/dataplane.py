@@ -256,13 +256,30 @@ class Dataplane:
             log.info("data plane stopped")
 
     def _process(self, data: bytes, port: int, now: float) -> None:
-        tm = self.tm
-        for eg in self.pipeline.process(data, port, now, tm.qdepth):
-            if (
-                not tm.enqueue(eg.port, eg.priority, eg.data, now, eg.trimmed, eg.ecn_marked)
-                and eg.port not in tm.egress
-            ):
+        """Pipeline, then either straight to the wire (idle unshaped link) or into a queue."""
+        egress = self.tm.egress
+        for eg in self.pipeline.process(data, port, now, self.tm.qdepth):
+            sh = egress.get(eg.port)
+            if sh is None:
                 self.misc["no_such_port_drops"] += 1
+            elif sh.bypass(eg.data, eg.priority, eg.trimmed, eg.ecn_marked):
+                self._send_one(eg.port, eg.data)
+            else:
+                sh.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
+
+    def _send_one(self, port: int, data: bytes) -> None:
+        pc = self.counters[port]
+        try:
+            self.ports[port].sock.send(data)
+        except OSError:
+            pc.tx_errors += 1
+            return
+        pc.tx_packets += 1
+        pc.tx_bytes += len(data)
+        if self.captures:
+            cap = self.captures.get(port)
+            if cap is not None and cap.tx:
+                cap.write(data)
 
     def _send(self, tx: list[tuple[int, bytes]]) -> None:
         ports = self.ports

@@ -142,6 +142,7 @@ class Shaper:
         "_rng",
         "backlog",
         "config",
+        "direct",
         "inflight",
         "nqueues",
         "on_drop",
@@ -173,6 +174,7 @@ class Shaper:
         self._rng = rng or random.Random()
         self.on_drop = on_drop
         self.config = LinkConfig()
+        self.direct = True
         self._bit_time = 0.0
         self._delay = 0.0
         self._loss = 0.0
@@ -194,6 +196,7 @@ class Shaper:
         self._overhead = config.overhead
         self._qpkts_lim = config.qpkts or (1 << 62)
         self._qbytes_lim = config.qbytes or (1 << 62)
+        self.direct = config.unshaped
         if was_up and not config.up:
             self._flush()
         if not was_up and config.up:
@@ -257,6 +260,24 @@ class Shaper:
             qs.trims += 1
         if ecn:
             qs.ecn_marks += 1
+        return True
+
+    def bypass(self, data: bytes, priority: int, trimmed: bool = False, ecn: bool = False) -> bool:
+        """Fast path of an unshaped, idle link: count the frame as sent and return True (the
+        caller hands it to the socket at once), or return False (the caller must enqueue)."""
+        if not self.direct or self.backlog or self.inflight or not 0 <= priority < self.nqueues:
+            return False
+        size = len(data)
+        st = self.stats
+        qs = st.queues[priority]
+        qs.packets += 1
+        qs.bytes += size
+        if trimmed:
+            qs.trims += 1
+        if ecn:
+            qs.ecn_marks += 1
+        st.packets += 1
+        st.bytes += size
         return True
 
     def _transmit(self, now: float) -> None:
