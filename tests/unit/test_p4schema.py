@@ -76,8 +76,16 @@ def test_p4_sources_use_the_schema_names() -> None:
 
 
 def _normalise(info: p4info_pb2.P4Info) -> p4info_pb2.P4Info:
+    """Order-independent form: objects sorted by id, documentation-only fields cleared."""
     out = p4info_pb2.P4Info()
     out.CopyFrom(info)
+    for kind in ("tables", "actions", "counters", "registers", "action_profiles"):
+        objs = sorted(getattr(out, kind), key=lambda o: o.preamble.id)
+        copies = [type(o)() for o in objs]
+        for dst, src in zip(copies, objs):
+            dst.CopyFrom(src)
+        out.ClearField(kind)
+        getattr(out, kind).extend(copies)
     out.ClearField("type_info")
     out.pkg_info.Clear()
     out.pkg_info.arch = info.pkg_info.arch
@@ -109,3 +117,18 @@ def test_p4c_p4info_matches_committed(tmp_path: Path) -> None:
         compiled = text_format.Parse(out.read_text(), p4info_pb2.P4Info())
         committed = text_format.Parse(generate.path_for(name).read_text(), p4info_pb2.P4Info())
         assert _normalise(compiled) == _normalise(committed)
+
+
+def test_normalised_form_ignores_object_order_but_not_content() -> None:
+    info = PROGRAMS["mrc_switch"].to_p4info()
+    shuffled = p4info_pb2.P4Info()
+    shuffled.CopyFrom(info)
+    tables = list(shuffled.tables)[::-1]
+    copies = [p4info_pb2.Table() for _ in tables]
+    for dst, src in zip(copies, tables):
+        dst.CopyFrom(src)
+    shuffled.ClearField("tables")
+    shuffled.tables.extend(copies)
+    assert _normalise(shuffled) == _normalise(info)
+    shuffled.tables[0].size += 1
+    assert _normalise(shuffled) != _normalise(info)
