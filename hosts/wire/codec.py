@@ -20,9 +20,7 @@ from hosts.wire import layout as L
 from hosts.wire.compile import CompiledLayout, compile_layout
 from hosts.wire.enums import ICRC_LEN, Opcode
 from hosts.wire.errors import WireError
-from hosts.wire.headers import (
-    Bth,
-)
+from hosts.wire.headers import Bth
 from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
 from hosts.wire.stacks import HEADER_CLASSES, build_stacks
 
@@ -36,7 +34,6 @@ HEADER_CODECS: dict[str, CompiledLayout] = {
 ETH_CODEC = compile_layout(L.ETH)
 IPV6_CODEC = compile_layout(L.IPV6)
 SRH_CODEC = compile_layout(L.SRH)
-UDP_CODEC = compile_layout(L.UDP)
 
 _BTH_LEN = L.BTH.size
 _ETH_LEN = L.ETH.size
@@ -69,8 +66,6 @@ _unpack_bth = BTH_CODEC.unpack
 _pack_bth = BTH_CODEC.pack
 _unpack_ipv6 = IPV6_CODEC.unpack
 _pack_ipv6 = IPV6_CODEC.pack
-_unpack_udp = UDP_CODEC.unpack
-_pack_udp = UDP_CODEC.pack
 _unpack_eth = ETH_CODEC.unpack
 _pack_eth = ETH_CODEC.pack
 _unpack_srh = SRH_CODEC.unpack
