@@ -468,3 +468,36 @@ def test_write_to_other_device_id_and_role_are_refused(
         assert meter.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert encode(0) == b"\x00" and encode(0x1FF) == b"\x01\xff"
     assert Path(generate.path_for("mrc_switch")).exists()
+
+
+def test_wildcard_reads_and_get_response_types(
+    switch: tuple[Pipeline, P4RuntimeServer, str],
+) -> None:
+    pipe, _, addr = switch
+    Get = p4runtime_pb2.GetForwardingPipelineConfigRequest
+    with P4RuntimeClient(addr, DEVICE, election_id=2) as client:
+        client.push_pipeline(cookie=42)
+        client.insert(ROUTE, {"hdr.ipv6.dst_addr": (ip6("2001:db8:2::"), 48)}, NEXTHOP,
+                      {"port": 2, "smac": 1, "dmac": 2})
+        client.insert("MrcIngress.dscp_class", {"meta.dscp": 10}, "MrcIngress.set_class",
+                      {"class_id": 1, "priority": 1, "trimmable": 1})
+        everything = client.read([p4runtime_pb2.Entity(table_entry=p4runtime_pb2.TableEntry())])
+        assert sorted(e.table_entry.table_id for e in everything) == sorted(
+            [MRC.id(ROUTE), MRC.id("MrcIngress.dscp_class")])
+        defaults = client.read([p4runtime_pb2.Entity(
+            table_entry=p4runtime_pb2.TableEntry(is_default_action=True))])
+        direct_tables = [t for t in MRC.tables if t.implementation is None]
+        assert len(defaults) == len(direct_tables)  # the indirect table has no default entry
+        regs = client.read([p4runtime_pb2.Entity(register_entry=p4runtime_pb2.RegisterEntry())])
+        assert len(regs) == sum(r.size for r in MRC.registers)
+        assert all(e.register_entry.data.bitstring == b"\x00" for e in regs)  # canonical zero
+        with grpc.insecure_channel(addr) as ch:
+            stub = p4runtime_pb2_grpc.P4RuntimeStub(ch)
+            cookie = stub.GetForwardingPipelineConfig(
+                Get(device_id=DEVICE, response_type=Get.COOKIE_ONLY), timeout=5).config
+            assert cookie.cookie.cookie == 42 and not cookie.HasField("p4info")
+            full = stub.GetForwardingPipelineConfig(Get(device_id=DEVICE), timeout=5).config
+            assert full.p4info == MRC.to_p4info()
+            caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
+            assert caps.p4runtime_api_version == "1.4.1"
+    assert pipe.program is MRC
