@@ -251,15 +251,20 @@ class Shaper:
         q.append((now, data))
         self.qbytes[priority] = nbytes
         self.backlog += 1
-        n = len(q)
-        if n > qs.max_depth_pkts:
-            qs.max_depth_pkts = n
-        if nbytes > qs.max_depth_bytes:
-            qs.max_depth_bytes = nbytes
         if trimmed:
             qs.trims += 1
         if ecn:
             qs.ecn_marks += 1
+        if self.wire_free_at <= now:
+            # The wire is idle: the packet leaves the queue now, not at the next poll, so the
+            # depth the next packet sees is the real one.
+            self._transmit(now)
+        n = len(q)
+        if n > qs.max_depth_pkts:
+            qs.max_depth_pkts = n
+        nbytes = self.qbytes[priority]
+        if nbytes > qs.max_depth_bytes:
+            qs.max_depth_bytes = nbytes
         return True
 
     def bypass(self, data: bytes, priority: int, trimmed: bool = False, ecn: bool = False) -> bool:

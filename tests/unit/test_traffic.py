@@ -93,18 +93,20 @@ def test_tail_drop_by_packets_and_bytes_calls_drop_hook() -> None:
     sh = Shaper(
         4, LinkConfig(rate_bps=1 * MBPS, qpkts=3, qbytes=0), on_drop=lambda *a: drops.append(a)
     )
-    accepted = [sh.enqueue(frame(i), 2, now=0.0) for i in range(5)]
-    assert accepted == [True, True, True, False, False]
+    # The first packet goes straight onto the idle wire; three more fill the queue.
+    accepted = [sh.enqueue(frame(i), 2, now=0.0) for i in range(6)]
+    assert accepted == [True, True, True, True, False, False]
     assert drops == [(4, 2, 1250), (4, 2, 1250)]
     assert sh.stats.queues[2].drops == 2 and sh.stats.tail_drops == 2
     assert sh.stats.queues[2].max_depth_pkts == 3
 
     sh2 = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=0, qbytes=3000))
-    assert [sh2.enqueue(frame(i, 1000), 0, 0.0) for i in range(4)] == [True, True, True, False]
+    assert [sh2.enqueue(frame(i, 1000), 0, 0.0) for i in range(5)] == [True] * 4 + [False]
     assert sh2.stats.queues[0].max_depth_bytes == 3000
-    # Space frees as the wire drains: one packet left at t=8 ms.
+    # Space frees as the wire drains: the second packet left the queue at t=8 ms.
     drain(sh2, 0.0081)
     assert sh2.enqueue(frame(9, 1000), 0, 0.0081)
+    assert not sh2.enqueue(frame(10, 1000), 0, 0.0081)
 
 
 def test_priority_without_queue_drops() -> None:
@@ -233,3 +235,13 @@ def test_bypass_only_on_idle_unshaped_links_and_counts() -> None:
     assert not delayed.bypass(frame(2), 0)  # frame 1 still in flight: keep wire order
     down = Shaper(1, LinkConfig(up=False))
     assert not down.bypass(frame(0), 0)
+
+
+def test_a_packet_on_an_idle_wire_leaves_the_queue_at_enqueue() -> None:
+    """The depth the next packet sees excludes the one already being serialised."""
+    sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))
+    sh.enqueue(frame(0), 1, 0.0)
+    assert sh.depth(1) == (0, 0)
+    sh.enqueue(frame(1), 1, 0.001)
+    assert sh.depth(1) == (1, 1250)
+    assert sh.stats.queues[1].max_depth_pkts == 1
