@@ -245,3 +245,18 @@ def test_units() -> None:
     for bad, fn in (("fast", parse_rate), ("1 parsec", parse_duration), ("1.5B", parse_size)):
         with pytest.raises(ValueError):
             fn(bad)
+
+
+def test_command_line_summary_path_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from topologies.__main__ import main
+
+    assert main(["fattree-3t"]) == 0
+    out = capsys.readouterr().out
+    assert "T0: bits 0..0 (fan-out 2), T1: bits 1..1 (fan-out 2), T2: bits 2..2 (fan-out 2)" in out
+    assert main(["fattree-3t", "--mode", "stev", "--path", "h0", "h2", "--ev", str(0b011 << 29)]) == 0
+    assert capsys.readouterr().out.strip() == "h0 -> pod0-leaf0 -> pod0-agg0 -> core1 -> pod1-agg1 -> pod1-leaf0 -> h2"
+    bad = tmp_path / "broken.yaml"
+    bad.write_text(BASE.replace("h1:0 -- leaf0:2", "h1:0 -- leaf0:1"))
+    assert main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("broken.yaml: 1 problem(s):") and "port leaf0:1 already used by links[0]" in err
