@@ -27,7 +27,7 @@ from hosts.transport.types import (
     RxMeta,
     TxPacket,
 )
-from hosts.wire import MrcPacket, Opcode
+from hosts.wire import MrcPacket, Opcode, decode_packet, encode_packet, packet_len
 
 # verdicts of a per-packet predicate
 PASS, DROP, TRIM, DUP, MARK = "pass", "drop", "trim", "dup", "mark"
@@ -73,6 +73,7 @@ class Network:
         self.sent: list[tuple[float, int, TxPacket]] = []
         self.delivered: list[tuple[float, int, MrcPacket, RxMeta]] = []
         self.record = False
+        self.wire = False  # encode/decode every packet with hosts.wire
         self.stats: dict[str, int] = {}
         self._heap: list[_Arrival] = []
         self._seq = 0
@@ -115,6 +116,10 @@ class Network:
             self._count("dropped")
             return
         pkt = tx.pkt
+        if self.wire:  # through the real codec: what arrives is what the bytes say
+            buf = bytearray(packet_len(pkt))
+            end = encode_packet(pkt, buf)
+            pkt = decode_packet(buf, 0, end)
         classes = self.hosts[src].config.classes
         dscp = classes.dscp[tx.tclass]
         size = len(pkt.payload) + 90
