@@ -162,8 +162,11 @@ def decode_packet(data: Buffer, offset: int = 0, end: int | None = None) -> MrcP
 
     The payload is a memoryview slice of ``data``.
     """
+    data = data if type(data) is memoryview and data.itemsize == 1 else _as_view(data)
     if end is None or end > len(data):
         end = len(data)
+    if offset < 0 or end < 0:
+        raise WireError("negative offset", 0)
     pkt, off, has_payload = _decode_headers(data, offset, end)
     _finish_payload(pkt, data, off, end, has_payload)
     return pkt
@@ -274,7 +277,9 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
     right after its headers (no payload, no ICRC) is a trimmed packet: ``pkt.trimmed``.
     The payload is a memoryview slice of ``data``.
     """
-    mv = data if type(data) is memoryview else memoryview(data)
+    mv = data if type(data) is memoryview else _as_view(data)
+    if mv.itemsize != 1:
+        mv = _as_view(mv)
     n = len(mv)
     if n < _ETH_LEN + _IP_LEN:
         raise WireError(f"frame too short ({n} bytes) for Ethernet + IPv6", 0)
@@ -308,6 +313,15 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
     if start + stack.size > limit:
         _diagnose(mv, ip_off, limit)
     return stack.decode(mv, start, limit, eth_dst, eth_src, srv6, verify_icrc)
+
+
+def _as_view(data: object) -> memoryview:
+    """A flat byte view of ``data``; WireError for anything that is not a bytes-like object."""
+    try:
+        mv = memoryview(data)  # type: ignore[arg-type]
+        return mv if mv.itemsize == 1 and mv.ndim == 1 else mv.cast("B")
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"not a bytes-like frame: {exc}", 0) from None
 
 
 def _diagnose(data: Buffer, ip_off: int, limit: int) -> None:

@@ -174,3 +174,18 @@ def test_random_packets_round_trip(frame: Frame, pkt: MrcPacket) -> None:
     pkt2.payload = pkt.payload
     assert pkt2 == pkt
     assert pkt2.bth.opcode == Opcode(pkt.bth.opcode)
+
+
+def test_non_bytes_inputs_are_wire_errors() -> None:
+    import array
+
+    for weird in ["text", 5, None, 3.5]:
+        try:
+            decode_frame(weird)  # type: ignore[arg-type]
+        except WireError as exc:
+            assert "bytes-like" in exc.reason
+        else:
+            raise AssertionError("accepted a non-bytes frame")
+    wide = array.array("H", SEEDS[0][: len(SEEDS[0]) // 2 * 2])
+    frame, _pkt = decode_frame(memoryview(wide), verify_icrc=False)  # cast to bytes, not an error
+    assert isinstance(frame, Frame)
