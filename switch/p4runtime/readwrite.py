@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from common.p4schema.bytestrings import decode, encode, fits
 from switch.p4runtime import codec
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
+from switch.pipeline.externs import CounterArray, RegisterArray
 from switch.pipeline.state import ProgramState, Undo, WriteError
 
 log = logging.getLogger(__name__)
@@ -152,6 +154,30 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
 NewEntity = Callable[[], p4runtime_pb2.Entity]
 
 
+def snapshot(state: ProgramState) -> ProgramState:
+    """A read-only copy of the readable state (entries and arrays copied, objects shared:
+    writes replace Entry/Group/ActionCall objects, they never mutate them)."""
+    snap = ProgramState(state.program)
+    for tid, table in state.tables.items():
+        t = copy.copy(table)
+        t.entries = dict(table.entries)
+        snap.tables[tid] = t
+    for pid, profile in state.profiles.items():
+        p = copy.copy(profile)
+        p.members = dict(profile.members)
+        p.groups = dict(profile.groups)
+        snap.profiles[pid] = p
+    for cid, counter in state.counters.items():
+        c = CounterArray(0)
+        c.size, c.packets, c.bytes = counter.size, list(counter.packets), list(counter.bytes)
+        snap.counters[cid] = c
+    for rid, reg in state.registers.items():
+        r = RegisterArray(0, reg.bitwidth)
+        r.size, r.cells = reg.size, list(reg.cells)
+        snap.registers[rid] = r
+    return snap
+
+
 def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity, new: NewEntity) -> None:
     """Append every entity matching ``entity`` (wildcards allowed) through ``new()``."""
     which = entity.WhichOneof("entity")
@@ -242,9 +268,15 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity, new: NewEntity)
 def read_entities(
     pipeline: Pipeline, entities: Sequence[p4runtime_pb2.Entity]
 ) -> list[p4runtime_pb2.ReadResponse]:
-    """All matching entities, in ReadResponse messages of at most ENTITIES_PER_RESPONSE."""
-    state = pipeline.state
-    assert state is not None
+    """All matching entities, in ReadResponse messages of at most ENTITIES_PER_RESPONSE.
+
+    The state is copied under the pipeline lock (sub-millisecond) and encoded outside it, so a
+    large wildcard read does not stall the data plane.
+    """
+    with pipeline.lock:
+        live = pipeline.state
+        assert live is not None
+        state = snapshot(live)
     responses = [p4runtime_pb2.ReadResponse()]
 
     def new() -> p4runtime_pb2.Entity:

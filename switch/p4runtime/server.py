@@ -128,8 +128,7 @@ class P4RuntimeServicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if self.pipeline.state is None:
             context.abort(grpc.StatusCode.FAILED_PRECONDITION, NO_PIPELINE)
         try:
-            with self.pipeline.lock:
-                responses = read_entities(self.pipeline, request.entities)
+            responses = read_entities(self.pipeline, request.entities)
         except WriteError as err:
             context.abort(_code(err.code), err.message)
         except Exception as exc:  # never let a bad request take the server down

@@ -99,3 +99,21 @@ def test_random_updates_and_reads_never_raise_unexpected_errors() -> None:
             codes.add(err.code)
     # both acceptance and the main refusal classes were exercised
     assert {code_pb2.OK, code_pb2.INVALID_ARGUMENT} <= codes
+
+
+def test_read_snapshot_is_isolated_from_later_writes() -> None:
+    from switch.p4runtime.readwrite import snapshot
+    from switch.pipeline.control import INSERT, table_write
+    from switch.pipeline.state import ActionCall, Entry
+
+    pipe = Pipeline()
+    state = pipe.commit(MRC)
+    snap = snapshot(state)
+    state.counter("MrcIngress.drop_reason").count(1, 60)
+    state.register("MrcIngress.port_down").write(3, 1)
+    table_write(state, INSERT, state.table("MrcIngress.dscp_class"),
+                Entry(key=(1,), action=ActionCall(MRC.id("MrcIngress.set_class"), (1, 1, 1))))
+    assert snap.counter("MrcIngress.drop_reason").packets[1] == 0
+    assert snap.register("MrcIngress.port_down").read(3) == 0
+    assert snap.table("MrcIngress.dscp_class").entries == {}
+    assert snapshot(state).table("MrcIngress.dscp_class").entries != {}
