@@ -31,10 +31,6 @@ def _chain(*undos: Undo) -> Undo:
     return undo
 
 
-def _noop() -> None:
-    return None
-
-
 def _ref_entry(profile: ProfileState | None, entry: Entry | None, delta: int) -> None:
     if profile is None or entry is None:
         return
