@@ -133,6 +133,16 @@ class Qp:
         route = self._route_cache.get(port)
         if route is not None:
             return route
+        ctl = self.ev_profile.control_evs if self.ev_profile is not None else []
+        if ctl:
+            # the profile gives control packets EVs of their own (possibly another plane)
+            usable = [e for e in ctl if e.port < len(self.dest_gids) and ev.plane_ok(e.port)]
+            same = [e for e in usable if e.port == port]
+            if same or usable:
+                e = (same or usable)[0]
+                route = (e.port, self.dest_gids[e.port], e.ev)
+                self._route_cache[port] = route
+                return route
         idx = ev.pick_on_port(port) if ev.plane_ok(port) else -1
         if idx < 0:
             idx = ev.pick()

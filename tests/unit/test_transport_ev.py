@@ -339,3 +339,39 @@ def test_ev_probe_endpoint_rtt_and_timeout() -> None:
     net.run(lambda: len(net.events[0]) > 2, max_time=1.0)
     assert isinstance(net.events[0][2], EndpointTimeout) and net.events[0][2].req_id == rid3
     assert a.stats["tx_ep_retry"] == a.config.endpoint_retries
+
+
+def test_control_packets_use_the_profiles_control_evs() -> None:
+    a = make_host(1, 2)
+    b = make_host(2, 2)
+    prof = EvProfile(
+        1,
+        EvProfileMode.GEN,
+        planes=2,
+        per_plane=4,
+        control_evs=[EvEntry(0x77, 1), EvEntry(0x66, 0)],
+    )
+    for h in (a, b):
+        h.set_ev_profile(prof)
+    from hosts.transport import ALL_ACCESS, SendWR, WrOpcode
+    from hosts.transport.sim import Network, connect
+
+    qa, _qb = connect(a, b)
+    src = bytearray(b"x" * 65536)
+    dst = bytearray(65536)
+    ma = a.register_mr(src, ALL_ACCESS)
+    mb = b.register_mr(dst, ALL_ACCESS)
+    net = Network([a, b])
+    net.record = True
+    a.post_send(qa, SendWR(1, WrOpcode.WRITE, ma.addr, 65536, ma.lkey, mb.addr, mb.rkey), 0.0)
+    assert net.run(lambda: any(type(e).__name__ == "Completion" for e in net.events[0]))
+    ctl = [tx for (_t, s, tx) in net.sent if s == 1]
+    assert ctl and all(tx.tclass.name == "CONTROL" for tx in ctl)
+    # SACKs answer on the ingress plane with that plane's control EV
+    assert {(tx.port, tx.ev) for tx in ctl} <= {(1, 0x77), (0, 0x66)}
+    b.port_status(1, False, net.now)
+    net.sent.clear()
+    a.post_send(qa, SendWR(2, WrOpcode.WRITE, ma.addr, 65536, ma.lkey, mb.addr, mb.rkey), net.now)
+    net.run(lambda: len([e for e in net.events[0] if type(e).__name__ == "Completion"]) >= 2)
+    sacks = [tx for (_t, s, tx) in net.sent if s == 1 and tx.pkt.bth.opcode == Opcode.SACK]
+    assert sacks and {(tx.port, tx.ev) for tx in sacks} == {(0, 0x66)}
