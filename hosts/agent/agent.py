@@ -33,7 +33,8 @@ from hosts.agent.qlog import QlogWriter
 from hosts.transport import RxMeta, TxPacket
 from hosts.wire import MrcPacket
 
-RX_BUDGET = 2048  # frames per loop iteration across all ports before timers run
+RX_BUDGET = 2048
+TIMER_STALL_BACKOFF = 1e-3  # seconds to wait when the core's due timer did not move  # frames per loop iteration across all ports before timers run
 
 
 class CoreApi(Protocol):
@@ -86,6 +87,8 @@ class Agent:
         self._next_metrics = self.t0 + config.metrics_interval
         self.loop_error: BaseException | None = None
         self.iterations = 0
+        self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
+        self._timer_floor = 0.0
         self._monitor_links = monitor_links
         try:
             if ports is not None:
@@ -217,7 +220,8 @@ class Agent:
             while not self._stop.is_set():
                 with self.lock:
                     timeout = self._wait_timeout(self.clock())
-                ready = ep.poll(timeout) if timeout != 0.0 else []
+                # Always poll (also with timeout 0): link changes and wake-ups are only seen here.
+                ready = ep.poll(timeout)
                 with self.lock:
                     self._iteration(ready, self.clock())
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
@@ -240,8 +244,10 @@ class Agent:
     def _wait_timeout(self, now: float) -> float:
         deadline = self._next_metrics
         timer = self.core.get_timer()
-        if timer is not None and timer < deadline:
-            deadline = timer
+        if timer is not None:
+            timer = max(timer, self._timer_floor)
+            if timer < deadline:
+                deadline = timer
         return max(0.0, deadline - now)
 
     def _iteration(self, ready: list[tuple[int, int]], now: float) -> None:
@@ -259,8 +265,13 @@ class Agent:
         self._receive_all(now)
         now = self.clock()
         timer = self.core.get_timer()
-        if timer is not None and timer <= now:
+        if timer is not None and timer <= now and now >= self._timer_floor:
             self.core.handle_timer(now)
+            after = self.core.get_timer()
+            if after is not None and after <= timer:
+                # The core left the same due timer in place: do not spin on it.
+                self.timer_stalls += 1
+                self._timer_floor = now + TIMER_STALL_BACKOFF
         self._transmit(now)
         self._drain_events(now)
         if now >= self._next_metrics:
@@ -343,6 +354,7 @@ class Agent:
             ],
             "rx_drops": _counters(self.framer.rx),
             "loop_iterations": self.iterations,
+            "timer_stalls": self.timer_stalls,
         }
         stats = getattr(self.core, "stats", None)
         if callable(stats):

@@ -9,6 +9,7 @@ before/independently of the real HostCore; it is not a transport.
 
 from __future__ import annotations
 
+import itertools
 import random
 import socket
 from collections import deque
@@ -446,3 +447,32 @@ def build_frame_for(cfg: AgentConfig, tx: TxPacket) -> bytes:
     frame, pkt = decode_frame(out)
     assert build_frame(frame, pkt) == out  # the framer's output is a canonical frame
     return out
+
+
+class _StuckTimerCore(StubCore):
+    """A core whose handle_timer leaves the due timer in place (a core bug the loop survives)."""
+
+    def handle_timer(self, now: float) -> None:
+        self.timer_calls.append(now)
+
+
+def test_loop_does_not_spin_on_a_timer_the_core_leaves_due() -> None:
+    from hosts.agent.agent import TIMER_STALL_BACKOFF
+
+    pa, pb = socket_pair_ports()
+    core = _StuckTimerCore()
+    cfg = agent_config("hx", "fd00::1", "02:00:00:00:00:02", "02:00:00:00:00:01")
+    agent = Agent(cfg, core, monitor_links=False, ports=[pa])
+    core.timer_at = agent.now() - 1.0
+    agent.start()
+    try:
+        wait_until(lambda: len(core.timer_calls) >= 5, 5, "repeated timer calls")
+    finally:
+        agent.stop()
+        pb.close()
+    calls = core.timer_calls
+    span = calls[-1] - calls[0]
+    # At most one handle_timer per back-off interval (plus the first call).
+    assert len(calls) <= span / TIMER_STALL_BACKOFF + 2
+    assert all(b - a >= TIMER_STALL_BACKOFF for a, b in itertools.pairwise(calls))
+    assert agent.timer_stalls == len(calls)
