@@ -15,7 +15,7 @@ from switch.p4runtime import codec
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
 from switch.pipeline.externs import CounterArray, RegisterArray
-from switch.pipeline.state import ProgramState, Undo, WriteError
+from switch.pipeline.state import Entry, ProgramState, Undo, WriteError
 
 log = logging.getLogger(__name__)
 Update = p4runtime_pb2.Update
@@ -97,7 +97,10 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
             raise WriteError(
                 code_pb2.INVALID_ARGUMENT, "'action' field must be set for non-default entries"
             )
-        entry = codec.decode_entry(state, table, te, need_action=kind == ctl.INSERT)
+        if kind == ctl.DELETE:  # as PI: only the key of a DELETE matters
+            entry = Entry(key=codec.decode_key(table, te))
+        else:
+            entry = codec.decode_entry(state, table, te, need_action=True)
         return ctl.table_write(state, kind, table, entry)
     if which == "action_profile_member":
         m = entity.action_profile_member
