@@ -200,15 +200,21 @@ class ProfileStore:
 
     # ------------------------------------------------------------------ EV profiles
 
-    def _ev_record(self, pid: int) -> _EvRecord:
+    def _ev_view(self, pid: int) -> _EvRecord:
+        """The stored record, read-only. Stored profile messages are never mutated: a modify
+        works on a copy and replaces the record (copy-on-write), so they can be shared."""
         self._check_id("EV", pid, MAX_EV_PROFILES)
         rec = self._ev.get(pid)
-        if rec is None:
-            return _EvRecord(pb.EvProfile(id=pid, state=pb.PROFILE_INIT))
-        return rec.copy()
+        return rec if rec is not None else _EvRecord(pb.EvProfile(id=pid, state=pb.PROFILE_INIT))
+
+    def _ev_record(self, pid: int) -> _EvRecord:
+        """A private copy of the record, for a modify."""
+        rec = self._ev_view(pid)
+        return rec.copy() if pid in self._ev else rec
 
     def ev_profile(self, pid: int) -> pb.EvProfile:
-        return self._ev_record(pid).profile
+        """The profile (read-only: do not mutate the returned message)."""
+        return self._ev_view(pid).profile
 
     def _ev_bits(self, p: pb.EvProfile) -> int:
         if p.mode == pb.EV_MODE_AUTO or not p.fmt_profile_id:
@@ -311,7 +317,7 @@ class ProfileStore:
             self._ev.pop(pid, None)
         else:
             self._ev[pid] = rec
-        return self.ev_profile(pid), self._bump(msgs)
+        return p, self._bump(msgs)
 
     def _total_evs(self, exclude: int) -> int:
         return sum(r.profile.ev_count for i, r in self._ev.items() if i != exclude)
@@ -461,13 +467,13 @@ class ProfileStore:
         del rec.profile.denied[:]
         rec.profile.denied.extend(pb.Ev(value=v, port=port) for v, port in denied)
 
-    def ev_state_of(self, rec: _EvRecord, key: EvKey) -> int:
+    @staticmethod
+    def ev_state_of(rec: _EvRecord, key: EvKey, in_array: bool) -> int:
         """Controller view: DENIED > ASSUMED_BAD (controller or any agent) > GOOD."""
         if key in rec.overrides:
             return rec.overrides[key]
         if any(r.get(key) == pb.EV_ASSUMED_BAD for r in rec.reports.values()):
             return pb.EV_ASSUMED_BAD
-        in_array = key in {ev_key(e) for e in rec.profile.evs}
         if rec.profile.mode == pb.EV_MODE_AUTO:
             known = any(key in r for r in rec.reports.values())
             return pb.EV_GOOD if known else pb.EV_UNKNOWN
@@ -476,23 +482,24 @@ class ProfileStore:
         return pb.EV_GOOD
 
     def query_ev(self, req: pb.QueryEvProfileRequest) -> pb.QueryEvProfileResponse:
-        rec = self._ev_record(req.profile_id)
+        rec = self._ev_view(req.profile_id)
         resp = pb.QueryEvProfileResponse(profile=rec.profile)
         if not req.HasField("ev_op"):
             return resp
         op = req.ev_op
+        known = {ev_key(e) for e in rec.profile.evs}
         if op.op == pb.QUERY_EV_ARRAY:
             for ev in rec.profile.evs:
-                resp.results.add(ev=ev, state=self.ev_state_of(rec, ev_key(ev)))
+                key = ev_key(ev)
+                resp.results.add(ev=ev, state=self.ev_state_of(rec, key, key in known))
         elif op.op == pb.QUERY_EV_STATE:
-            known = {ev_key(e) for e in rec.profile.evs}
             for entry in op.entries:
                 key = ev_key(entry.ev)
                 if rec.profile.mode != pb.EV_MODE_AUTO and key not in known:
                     raise not_found(
                         f"EV profile {req.profile_id}: EV {ev_text(key)} is not in the EV array"
                     )
-                resp.results.add(ev=entry.ev, state=self.ev_state_of(rec, key))
+                resp.results.add(ev=entry.ev, state=self.ev_state_of(rec, key, key in known))
         else:
             raise invalid("QueryEvProfile supports QUERY_EV_STATE and QUERY_EV_ARRAY")
         return resp
