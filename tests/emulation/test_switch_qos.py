@@ -1,0 +1,173 @@
+"""Queues and marking through a real switch process on a slow emulated link.
+
+The egress link of port 2 runs at 100 kb/s, so a burst sent at once queues up for seconds
+and the checks depend on ordering, not on timing: a packet can only see a queue depth of at
+most its index in the burst, and the last packets of a burst see a deep queue.
+"""
+
+from __future__ import annotations
+
+from collections import Counter as Tally
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+
+from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.proto import switch_admin_pb2 as pb
+from common.proto import switch_admin_pb2_grpc as pb_grpc
+from controller.p4runtime_client import P4RuntimeClient
+from switch.harness import Lab, SwitchProcess
+from tests.emulation.switch_util import (
+    TRIM_DSCP,
+    TRIM_PRIO,
+    connect,
+    dscp_of,
+    ecn_of,
+    install_classes,
+    lab,
+    mrc_frame,
+    parse,
+    port_params,
+    psn_of,
+    route,
+)
+
+pytestmark = pytest.mark.emulation
+__all__ = ["lab"]
+
+SLOW = "rate=1e5,qpkts=1000"
+DST = "fd00:0:0:2::1"
+D = DEFAULT_CLASSES.dscp
+P = DEFAULT_CLASSES.priority
+
+
+class Rig:
+    """One switch: port 1 from the sender h1, port 2 (slow link) to the sink h2."""
+
+    def __init__(self, lab: Lab, link: str = SLOW) -> None:
+        self.lab = lab
+        self.ns = lab.namespace("h")
+        lab.wire("p1", "h1", None, self.ns)
+        lab.wire("p2", "h2", None, self.ns)
+        self.sw: SwitchProcess = lab.start_switch(
+            "s1", {1: lab.ifname("p1"), 2: lab.ifname("p2")}, links={2: link}
+        )
+        self.client: P4RuntimeClient = connect(self.sw)
+        self.channel = grpc.insecure_channel(self.sw.address)
+        self.admin = pb_grpc.SwitchAdminStub(self.channel)
+        install_classes(self.client)
+        route(self.client, "fd00:0:0:2::", 64, 2)
+
+    def burst(self, frames: list[bytes]) -> list[bytes]:
+        """Send frames from h1 at once and return what h2 received, in arrival order."""
+        sniffer = self.lab.sniff(self.ns, [self.lab.ifname("h2")], count=len(frames), marks=0)
+        self.lab.send(self.ns, self.lab.ifname("h1"), frames)
+        return [d for _, _, d in sniffer.result(timeout=60).frames]
+
+    def egress_queues(self, port: int = 2) -> list[pb.QueueStats]:
+        info = self.admin.GetPorts(pb.GetPortsRequest(ports=[port]), timeout=5).ports[0]
+        return list(info.egress.queues)
+
+    def close(self) -> None:
+        self.channel.close()
+        self.client.close()
+
+
+@pytest.fixture
+def rig(lab: Lab) -> Iterator[Rig]:
+    r = Rig(lab)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def test_dscp_classes_use_their_queues_and_high_priority_overtakes(rig: Rig) -> None:
+    classes = list(TrafficClass)
+    frames = [mrc_frame(DST, dscp=D[cls], psn=i, size=200) for i, cls in enumerate(classes)]
+    got = rig.burst(frames)
+    assert sorted(psn_of(f) for f in got) == list(range(len(classes)))
+    want = Tally(P[cls] for cls in classes)
+    queues = rig.egress_queues()
+    assert {q.priority: q.packets for q in queues if q.packets} == dict(want)
+    counters = rig.client.read_counter("MrcEgress.tx_port_queue")
+    assert {i - 16: pkts for i, (pkts, _b) in counters.items() if 16 <= i < 24 and pkts} == dict(
+        want
+    )
+
+    # Ten low-priority packets queue behind each other; a CONTROL packet sent last overtakes
+    # every one still waiting (at 100 kb/s each 1000-byte packet holds the wire 80 ms).
+    lows = [
+        mrc_frame(DST, dscp=D[TrafficClass.TRIMMABLE], psn=100 + i, size=1000) for i in range(10)
+    ]
+    high = mrc_frame(DST, dscp=D[TrafficClass.CONTROL], psn=999, size=1000)
+    order = [psn_of(f) for f in rig.burst([*lows, high])]
+    assert [p for p in order if p != 999] == list(range(100, 110))  # FIFO within a class
+    assert order.index(999) < 5, f"CONTROL did not overtake the queued packets: {order}"
+
+
+def test_ecn_marks_over_threshold_but_not_on_last_hop_ports(rig: Rig) -> None:
+    port_params(rig.client, 2, ecn=3)
+    n = 12
+    frames = [
+        mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], ecn=2, psn=i, size=500) for i in range(n)
+    ]
+    frames.append(mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], ecn=0, psn=n, size=500))
+    got = {psn_of(f): f for f in rig.burst(frames)}
+    assert sorted(got) == list(range(n + 1))
+    ce = {psn for psn, f in got.items() if ecn_of(f) == 3}
+    # Packet i sees at most i packets queued: the first three are below the threshold.
+    assert not ce & {0, 1, 2}
+    assert n - 1 in ce  # the end of the burst saw a deep queue
+    assert ecn_of(got[n]) == 0  # not ECN-capable: never marked
+    assert all(ecn_of(got[p]) == 2 for p in range(n) if p not in ce)
+    queue = rig.egress_queues()[P[TrafficClass.NO_TRIM]]
+    assert queue.ecn_marks == len(ce)
+    cell = 2 * 8 + P[TrafficClass.NO_TRIM]
+    assert rig.client.read_counter("MrcEgress.ecn_port_queue", cell)[cell][0] == len(ce)
+
+    # The same burst on a port configured as the last hop to the receiver: no marks.
+    port_params(rig.client, 2, ecn=3, last_hop=True, modify=True)
+    got = {psn_of(f): f for f in rig.burst(frames)}
+    assert len(got) == n + 1 and all(ecn_of(f) != 3 for f in got.values())
+    assert rig.egress_queues()[P[TrafficClass.NO_TRIM]].ecn_marks == len(ce)
+
+
+def test_trimming_cuts_to_headers_with_trimmed_codepoint_at_high_priority(rig: Rig) -> None:
+    port_params(rig.client, 2, trim=2)
+    n = 8
+    size = 1500
+    frames = [mrc_frame(DST, dscp=D[TrafficClass.TRIMMABLE], psn=i, size=size) for i in range(n)]
+    # NO_TRIM data is never trimmed, whatever the depth.
+    frames.append(mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], psn=n, size=size))
+    got = rig.burst(frames)
+    order = [psn_of(f) for f in got]
+    assert sorted(order) == list(range(n + 1))
+    # Header stack of a Write Only: Ethernet 14 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + RETH 16.
+    header_len = 14 + 40 + 8 + 12 + 4 + 16
+    trimmed = {psn_of(f): f for f in got if len(f) < size}
+    assert not trimmed.keys() & {0, 1}  # below the threshold
+    assert n - 1 in trimmed and n not in trimmed
+    for psn, f in trimmed.items():
+        original = parse(frames[psn])
+        pkt = parse(f)
+        assert len(f) == header_len
+        assert dscp_of(f) == TRIM_DSCP
+        assert pkt[IPv6].plen == header_len - 54 and pkt[UDP].len == header_len - 54
+        assert bytes(pkt[UDP].payload) == bytes(original[UDP].payload)[: header_len - 62]
+    for f in got:
+        if len(f) == size:
+            assert dscp_of(f) in (D[TrafficClass.TRIMMABLE], D[TrafficClass.NO_TRIM])
+    # A trimmed header overtakes the full packets queued before it.
+    for psn in trimmed:
+        later = [o for o in order if o > psn and o not in trimmed]
+        if later:
+            assert order.index(psn) < order.index(later[0])
+    queues = rig.egress_queues()
+    assert queues[TRIM_PRIO].trims == len(trimmed) and queues[TRIM_PRIO].packets == len(trimmed)
+    # mrc_switch.p4 counts a trim in the cell of the queue the packet was classified to.
+    cell = 2 * 8 + P[TrafficClass.TRIMMABLE]
+    assert rig.client.read_counter("MrcEgress.trim_port_queue", cell)[cell][0] == len(trimmed)
