@@ -115,17 +115,77 @@ local f_trimmed = ProtoField.bool("mrc.trimmed", "trimmed (headers only)")
 local e_trunc = ProtoExpert.new("mrc.truncated", "truncated MRC header", expert.group.MALFORMED, expert.severity.ERROR)
 local e_opcode = ProtoExpert.new("mrc.unknown_opcode", "unknown MRC opcode", expert.group.MALFORMED, expert.severity.ERROR)
 local e_trimmed = ProtoExpert.new("mrc.trimmed.note", "packet was trimmed by a switch", expert.group.SEQUENCE, expert.severity.NOTE)
-mrc.experts = { e_trunc, e_opcode, e_trimmed }
-mrc.fields = { @FIELDS@, f_ev, f_ev_mode, f_ack_psn, f_base_psn, f_payload, f_payload_len, f_icrc, f_trimmed }
+local f_icrc_ok = ProtoField.bool("mrc.icrc_ok", "ICRC correct")
+local e_icrc = ProtoExpert.new("mrc.icrc.bad", "bad ICRC", expert.group.CHECKSUM, expert.severity.ERROR)
+mrc.experts = { e_trunc, e_opcode, e_trimmed, e_icrc }
+mrc.fields = { @FIELDS@, f_ev, f_ev_mode, f_ack_psn, f_base_psn, f_payload, f_payload_len, f_icrc, f_icrc_ok, f_trimmed }
 
 local EV_MODES = { { 1, "auto", 0 }, { 2, "ecmp", 1 }, { 3, "stev", 2 }, { 4, "srv6", 3 } }
 mrc.prefs.ev_mode = Pref.enum("EV mode", 0,
   "auto: SRv6 when IPv6-in-IPv6, Structured EV when the flow label is non-zero, else ECMP",
   EV_MODES, false)
 
+-- RoCEv2 ICRC: IEEE CRC-32 over 8 x 0xFF, the (inner) IPv6 header with traffic class, flow
+-- label and hop limit all ones, the UDP header with checksum 0xFFFF, the BTH with byte 4 0xFF
+-- and the rest of the packet; stored least significant byte first.
+local CRC_TABLE = {}
+for i = 0, 255 do
+  local c = i
+  for _ = 1, 8 do
+    if bit32.band(c, 1) == 1 then
+      c = bit32.bxor(0xEDB88320, bit32.rshift(c, 1))
+    else
+      c = bit32.rshift(c, 1)
+    end
+  end
+  CRC_TABLE[i] = c
+end
+
+local function crc_update(crc, bytes)
+  for i = 0, bytes:len() - 1 do
+    crc = bit32.bxor(CRC_TABLE[bit32.band(bit32.bxor(crc, bytes:get_index(i)), 0xFF)], bit32.rshift(crc, 8))
+  end
+  return crc
+end
+
 local udp_sport_f = Field.new("udp.srcport")
-local ipv6_flow_f = Field.new("ipv6.flow")
 local ipv6_src_f = Field.new("ipv6.src")
+local ipv6_plen_f = Field.new("ipv6.plen")
+local ipv6_nxt_f = Field.new("ipv6.nxt")
+local ipv6_dst_f = Field.new("ipv6.dst")
+local udp_dport_f = Field.new("udp.dstport")
+local udp_len_f = Field.new("udp.length")
+
+local function last_range(extractor)
+  local all = { extractor() }
+  if #all == 0 then return nil end
+  return all[#all].range
+end
+
+local function compute_icrc(tvb, covered)
+  local parts = { last_range(ipv6_plen_f), last_range(ipv6_nxt_f), last_range(ipv6_src_f),
+                  last_range(ipv6_dst_f), last_range(udp_sport_f), last_range(udp_dport_f),
+                  last_range(udp_len_f) }
+  for i = 1, 7 do if parts[i] == nil then return nil end end
+  local crc = 0xFFFFFFFF
+  crc = crc_update(crc, ByteArray.new("ff ff ff ff ff ff ff ff 6f ff ff ff"))
+  crc = crc_update(crc, parts[1]:bytes())
+  crc = crc_update(crc, parts[2]:bytes())
+  crc = crc_update(crc, ByteArray.new("ff"))
+  crc = crc_update(crc, parts[3]:bytes())
+  crc = crc_update(crc, parts[4]:bytes())
+  crc = crc_update(crc, parts[5]:bytes())
+  crc = crc_update(crc, parts[6]:bytes())
+  crc = crc_update(crc, parts[7]:bytes())
+  crc = crc_update(crc, ByteArray.new("ff ff"))
+  local bth = tvb(0, 12):bytes()
+  bth:set_index(4, 0xFF)
+  crc = crc_update(crc, bth)
+  if covered > 12 then crc = crc_update(crc, tvb(12, covered - 12):bytes()) end
+  return bit32.bxor(crc, 0xFFFFFFFF)
+end
+
+local ipv6_flow_f = Field.new("ipv6.flow")
 
 local function last_value(extractor)
   local all = { extractor() }
@@ -221,6 +281,13 @@ function mrc.dissector(tvb, pinfo, tree)
       info = info .. string.format(" len=%d", plen)
     end
     root:add_le(f_icrc, tvb(len - 4, 4))
+    local want = compute_icrc(tvb, len - 4)
+    if want ~= nil then
+      local ok = want == tvb(len - 4, 4):le_uint()
+      local item = root:add(f_icrc_ok, ok)
+      item:set_generated()
+      if not ok then item:add_proto_expert_info(e_icrc, string.format("bad ICRC, expected 0x%08x", want)) end
+    end
   else
     root:add_proto_expert_info(e_trunc, "ICRC missing")
   end

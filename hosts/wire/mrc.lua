@@ -97,17 +97,77 @@ local f_trimmed = ProtoField.bool("mrc.trimmed", "trimmed (headers only)")
 local e_trunc = ProtoExpert.new("mrc.truncated", "truncated MRC header", expert.group.MALFORMED, expert.severity.ERROR)
 local e_opcode = ProtoExpert.new("mrc.unknown_opcode", "unknown MRC opcode", expert.group.MALFORMED, expert.severity.ERROR)
 local e_trimmed = ProtoExpert.new("mrc.trimmed.note", "packet was trimmed by a switch", expert.group.SEQUENCE, expert.severity.NOTE)
-mrc.experts = { e_trunc, e_opcode, e_trimmed }
-mrc.fields = { f_bth_opcode, f_bth_se, f_bth_m, f_bth_pad, f_bth_tver, f_bth_pkey, f_bth_fecn, f_bth_becn, f_bth_dest_qp, f_bth_ack_req, f_bth_rtx, f_bth_tsh, f_bth_psn, f_meth_rqmsn, f_meth_msn, f_tseth_tx_timestamp, f_tseth_tsr, f_tseth_ftype, f_reth_va, f_reth_rkey, f_reth_dma_len, f_immdt_imm, f_aeth_syndrome, f_aeth_msn, f_seth_m, f_seth_pr, f_seth_ack_psn_offset, f_seth_entropy, f_seth_src_id, f_seth_dst_id, f_seth_cack_psn, f_seth_cc_type, f_seth_cc_flags, f_seth_mpr, f_seth_sack_offset, f_seth_bitmap, f_cc_state_tx_timestamp, f_cc_state_ooo_count, f_cc_state_restore, f_cc_state_rcv_cwnd_pen, f_cc_state_rcvd_bytes, f_neth_reason, f_neth_vendor, f_neth_entropy, f_neth_src_id, f_neth_dst_id, f_neth_nack_psn, f_neth_cc_type, f_neth_cc_flags, f_neth_tx_timestamp, f_peth_probe_id, f_peth_tx_timestamp, f_erth_op, f_erth_port_status_mask, f_erth_tx_timestamp, f_eeth_op, f_eeth_port_status_mask, f_eeth_service_time, f_eeth_tx_timestamp, f_ev, f_ev_mode, f_ack_psn, f_base_psn, f_payload, f_payload_len, f_icrc, f_trimmed }
+local f_icrc_ok = ProtoField.bool("mrc.icrc_ok", "ICRC correct")
+local e_icrc = ProtoExpert.new("mrc.icrc.bad", "bad ICRC", expert.group.CHECKSUM, expert.severity.ERROR)
+mrc.experts = { e_trunc, e_opcode, e_trimmed, e_icrc }
+mrc.fields = { f_bth_opcode, f_bth_se, f_bth_m, f_bth_pad, f_bth_tver, f_bth_pkey, f_bth_fecn, f_bth_becn, f_bth_dest_qp, f_bth_ack_req, f_bth_rtx, f_bth_tsh, f_bth_psn, f_meth_rqmsn, f_meth_msn, f_tseth_tx_timestamp, f_tseth_tsr, f_tseth_ftype, f_reth_va, f_reth_rkey, f_reth_dma_len, f_immdt_imm, f_aeth_syndrome, f_aeth_msn, f_seth_m, f_seth_pr, f_seth_ack_psn_offset, f_seth_entropy, f_seth_src_id, f_seth_dst_id, f_seth_cack_psn, f_seth_cc_type, f_seth_cc_flags, f_seth_mpr, f_seth_sack_offset, f_seth_bitmap, f_cc_state_tx_timestamp, f_cc_state_ooo_count, f_cc_state_restore, f_cc_state_rcv_cwnd_pen, f_cc_state_rcvd_bytes, f_neth_reason, f_neth_vendor, f_neth_entropy, f_neth_src_id, f_neth_dst_id, f_neth_nack_psn, f_neth_cc_type, f_neth_cc_flags, f_neth_tx_timestamp, f_peth_probe_id, f_peth_tx_timestamp, f_erth_op, f_erth_port_status_mask, f_erth_tx_timestamp, f_eeth_op, f_eeth_port_status_mask, f_eeth_service_time, f_eeth_tx_timestamp, f_ev, f_ev_mode, f_ack_psn, f_base_psn, f_payload, f_payload_len, f_icrc, f_icrc_ok, f_trimmed }
 
 local EV_MODES = { { 1, "auto", 0 }, { 2, "ecmp", 1 }, { 3, "stev", 2 }, { 4, "srv6", 3 } }
 mrc.prefs.ev_mode = Pref.enum("EV mode", 0,
   "auto: SRv6 when IPv6-in-IPv6, Structured EV when the flow label is non-zero, else ECMP",
   EV_MODES, false)
 
+-- RoCEv2 ICRC: IEEE CRC-32 over 8 x 0xFF, the (inner) IPv6 header with traffic class, flow
+-- label and hop limit all ones, the UDP header with checksum 0xFFFF, the BTH with byte 4 0xFF
+-- and the rest of the packet; stored least significant byte first.
+local CRC_TABLE = {}
+for i = 0, 255 do
+  local c = i
+  for _ = 1, 8 do
+    if bit32.band(c, 1) == 1 then
+      c = bit32.bxor(0xEDB88320, bit32.rshift(c, 1))
+    else
+      c = bit32.rshift(c, 1)
+    end
+  end
+  CRC_TABLE[i] = c
+end
+
+local function crc_update(crc, bytes)
+  for i = 0, bytes:len() - 1 do
+    crc = bit32.bxor(CRC_TABLE[bit32.band(bit32.bxor(crc, bytes:get_index(i)), 0xFF)], bit32.rshift(crc, 8))
+  end
+  return crc
+end
+
 local udp_sport_f = Field.new("udp.srcport")
-local ipv6_flow_f = Field.new("ipv6.flow")
 local ipv6_src_f = Field.new("ipv6.src")
+local ipv6_plen_f = Field.new("ipv6.plen")
+local ipv6_nxt_f = Field.new("ipv6.nxt")
+local ipv6_dst_f = Field.new("ipv6.dst")
+local udp_dport_f = Field.new("udp.dstport")
+local udp_len_f = Field.new("udp.length")
+
+local function last_range(extractor)
+  local all = { extractor() }
+  if #all == 0 then return nil end
+  return all[#all].range
+end
+
+local function compute_icrc(tvb, covered)
+  local parts = { last_range(ipv6_plen_f), last_range(ipv6_nxt_f), last_range(ipv6_src_f),
+                  last_range(ipv6_dst_f), last_range(udp_sport_f), last_range(udp_dport_f),
+                  last_range(udp_len_f) }
+  for i = 1, 7 do if parts[i] == nil then return nil end end
+  local crc = 0xFFFFFFFF
+  crc = crc_update(crc, ByteArray.new("ff ff ff ff ff ff ff ff 6f ff ff ff"))
+  crc = crc_update(crc, parts[1]:bytes())
+  crc = crc_update(crc, parts[2]:bytes())
+  crc = crc_update(crc, ByteArray.new("ff"))
+  crc = crc_update(crc, parts[3]:bytes())
+  crc = crc_update(crc, parts[4]:bytes())
+  crc = crc_update(crc, parts[5]:bytes())
+  crc = crc_update(crc, parts[6]:bytes())
+  crc = crc_update(crc, parts[7]:bytes())
+  crc = crc_update(crc, ByteArray.new("ff ff"))
+  local bth = tvb(0, 12):bytes()
+  bth:set_index(4, 0xFF)
+  crc = crc_update(crc, bth)
+  if covered > 12 then crc = crc_update(crc, tvb(12, covered - 12):bytes()) end
+  return bit32.bxor(crc, 0xFFFFFFFF)
+end
+
+local ipv6_flow_f = Field.new("ipv6.flow")
 
 local function last_value(extractor)
   local all = { extractor() }
@@ -203,6 +263,13 @@ function mrc.dissector(tvb, pinfo, tree)
       info = info .. string.format(" len=%d", plen)
     end
     root:add_le(f_icrc, tvb(len - 4, 4))
+    local want = compute_icrc(tvb, len - 4)
+    if want ~= nil then
+      local ok = want == tvb(len - 4, 4):le_uint()
+      local item = root:add(f_icrc_ok, ok)
+      item:set_generated()
+      if not ok then item:add_proto_expert_info(e_icrc, string.format("bad ICRC, expected 0x%08x", want)) end
+    end
   else
     root:add_proto_expert_info(e_trunc, "ICRC missing")
   end

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from hosts.wire import EvMode, Opcode
+from hosts.wire.icrc import compute_icrc
 from hosts.wire.luagen import LUA_PATH
-from hosts.wire.pcapgen import run as pcap_run
 from hosts.wire.pcapgen import samples
+from mrcnet.cli import main as cli_main
 
 TSHARK = shutil.which("tshark")
 pytestmark = pytest.mark.skipif(
@@ -38,6 +38,7 @@ FIELDS = [
     "mrc.trimmed",
     "mrc.payload_len",
     "mrc.icrc",
+    "mrc.icrc_ok",
 ]
 
 
@@ -57,7 +58,7 @@ def _num(text: str) -> int:
 
 def test_tshark_decodes_every_sample(tmp_path: Path) -> None:
     pcap = tmp_path / "mrc.pcap"
-    assert pcap_run(argparse.Namespace(file=str(pcap), json=True)) == 0
+    assert cli_main(["pcap", str(pcap), "--json"]) == 0
     expected = list(samples())
     rows = _tshark_rows(pcap)
     assert len(rows) == len(expected)
@@ -90,12 +91,13 @@ def test_tshark_decodes_every_sample(tmp_path: Path) -> None:
             assert row["mrc.trimmed"] in ("1", "True") and row["mrc.icrc"] == ""
         else:
             assert _num(row["mrc.icrc"]) == int.from_bytes(sample.data[-4:], "little")
+            assert row["mrc.icrc_ok"] in ("1", "True")  # the Lua CRC agrees with ours
             if pkt.reth is not None:
                 assert _num(row["mrc.payload_len"]) == len(pkt.payload)
     assert seen == {(m, op) for m in EvMode for op in Opcode}
 
 
-def test_tshark_flags_truncated_and_unknown(tmp_path: Path) -> None:
+def test_tshark_flags_truncated_unknown_and_bad_icrc(tmp_path: Path) -> None:
     from hosts.wire.pcapgen import write_pcap
 
     good = next(s for s in samples() if s.opcode == Opcode.SACK).data
@@ -104,8 +106,10 @@ def test_tshark_flags_truncated_and_unknown(tmp_path: Path) -> None:
     truncated[58:60] = (80 - 54).to_bytes(2, "big")
     unknown = bytearray(good)
     unknown[62] = 0x04
+    corrupt = bytearray(good)
+    corrupt[80] ^= 0x01  # a SETH byte: the ICRC no longer matches
     pcap = tmp_path / "bad.pcap"
-    write_pcap(pcap, [bytes(truncated), bytes(unknown)])
+    write_pcap(pcap, [bytes(truncated), bytes(unknown), bytes(corrupt)])
     assert TSHARK is not None
     out = subprocess.run(
         [TSHARK, "-n", "-X", f"lua_script:{LUA_PATH}", "-r", str(pcap), "-V"],
@@ -113,3 +117,5 @@ def test_tshark_flags_truncated_and_unknown(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert "SETH truncated" in out
     assert "unknown MRC opcode" in out
+    expected = compute_icrc(bytes(corrupt), 14, len(corrupt) - 4)  # Lua CRC == ours
+    assert f"bad ICRC, expected 0x{expected:08x}" in out
