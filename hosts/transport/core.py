@@ -196,6 +196,11 @@ class HostCore:
             out["ev_fallbacks"] = qp.ev.fallbacks
         if qp.req is not None:
             out["bytes_in_flight"] = qp.req.inflight
+            out["tx_data"] = qp.req.txseq
+            out["tx_rtx"] = qp.req.n_rtx
+            out["reorder_threshold"] = qp.req.detector.threshold
+        if qp.resp is not None:
+            out["rx_data"] = qp.resp.n_rx_data
         return out
 
     def qp_rtt(self, qpn: int) -> float | None:

@@ -19,6 +19,7 @@ class Access(IntFlag):
 
 
 ALL_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
+_REMOTE_WRITE = int(Access.REMOTE_WRITE)
 
 _VA_BASE = 0x10_0000_0000
 _VA_ALIGN = 1 << 16
@@ -34,6 +35,7 @@ class MemoryRegion:
     lkey: int
     rkey: int
     access: Access
+    access_bits: int = 0  # plain-int copy of ``access`` for the per-packet check
 
     def contains(self, va: int, size: int) -> bool:
         return self.addr <= va and va + size <= self.addr + self.length and size >= 0
@@ -63,7 +65,7 @@ class MemoryTable:
         self._next_key += 2
         addr = self._next_va
         self._next_va += (length + _VA_ALIGN) // _VA_ALIGN * _VA_ALIGN + _VA_ALIGN
-        mr = MemoryRegion(view, addr, length, lkey, rkey, Access(access))
+        mr = MemoryRegion(view, addr, length, lkey, rkey, Access(access), int(access))
         self._by_lkey[lkey] = mr
         self._by_rkey[rkey] = mr
         return mr
@@ -81,6 +83,11 @@ class MemoryTable:
     def remote_write(self, rkey: int, va: int, size: int) -> MemoryRegion | None:
         """The region a remote Write of ``size`` bytes at ``va`` may land in, or None."""
         mr = self._by_rkey.get(rkey)
-        if mr is None or not (mr.access & Access.REMOTE_WRITE) or not mr.contains(va, size):
+        if (
+            mr is None
+            or not mr.access_bits & _REMOTE_WRITE
+            or va < mr.addr
+            or va + size > mr.addr + mr.length
+        ):
             return None
         return mr

@@ -12,6 +12,7 @@ from common.classes import TrafficClass
 from hosts.transport.cc import CongestionControl, NoCongestionControl
 from hosts.transport.ev import EvManager
 from hosts.transport.memory import MemoryTable
+from hosts.transport.ops import DATA_OPS, OP_ACK, OP_NACK, OP_PROBE, OP_SACK
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import MPR_UNIT
 from hosts.transport.requester import Requester
@@ -38,7 +39,7 @@ from hosts.transport.types import (
     WcOpcode,
     WcStatus,
 )
-from hosts.wire import MrcPacket, Opcode
+from hosts.wire import MrcPacket
 
 if TYPE_CHECKING:
     from hosts.transport.types import Event
@@ -55,17 +56,6 @@ _TRANSITIONS: dict[tuple[QpState, QpState], tuple[QpAttrMask, QpAttrMask]] = {
     (QpState.RTR, QpState.RTS): (M.MPR | M.MAX_WIMM | M.RETRY | M.TIMEOUT, M.SQ_PSN),
     (QpState.RTS, QpState.RTS): (M(0), M.RETRY | M.TIMEOUT),
 }
-
-DATA_OPCODES = frozenset(
-    {
-        Opcode.WRITE_FIRST,
-        Opcode.WRITE_MIDDLE,
-        Opcode.WRITE_LAST,
-        Opcode.WRITE_LAST_IMM,
-        Opcode.WRITE_ONLY,
-        Opcode.WRITE_ONLY_IMM,
-    }
-)
 
 
 class Qp:
@@ -390,25 +380,25 @@ class Qp:
             self.count("rx_dropped_state")
             return
         op = pkt.bth.opcode
-        if op in DATA_OPCODES:
+        if op in DATA_OPS:
             assert self.resp is not None
             self.resp.on_data(pkt, meta, now)
-        elif op == Opcode.SACK:
+        elif op == OP_SACK:
             if self.req is None or pkt.seth is None or pkt.cc_state is None:
                 self.count("rx_dropped_state")
                 return
             self.req.on_sack(pkt, meta, now)
-        elif op == Opcode.NACK:
+        elif op == OP_NACK:
             if self.req is None or pkt.neth is None:
                 self.count("rx_dropped_state")
                 return
             self.req.on_nack(pkt, meta, now)
-        elif op == Opcode.ACK:
+        elif op == OP_ACK:
             if self.req is None or pkt.aeth is None:
                 self.count("rx_dropped_state")
                 return
             self.req.on_ack(pkt, meta, now)
-        elif op == Opcode.PROBE:
+        elif op == OP_PROBE:
             assert self.resp is not None
             self.resp.on_probe(pkt, meta, now)
         else:

@@ -13,9 +13,20 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from common.classes import TrafficClass
 from hosts.transport.cc import NackFeedback, SackFeedback
 from hosts.transport.loss import ReorderThreshold
+from hosts.transport.ops import (
+    OP_PROBE,
+    OP_WRITE_FIRST,
+    OP_WRITE_LAST,
+    OP_WRITE_LAST_IMM,
+    OP_WRITE_MIDDLE,
+    OP_WRITE_ONLY,
+    OP_WRITE_ONLY_IMM,
+    TC_CONTROL,
+    TC_DATA,
+    TC_RETX,
+)
 from hosts.transport.psn import (
     PSN_MASK,
     TS_PER_SECOND,
@@ -43,7 +54,6 @@ from hosts.wire import (
     Meth,
     MrcPacket,
     NackReason,
-    Opcode,
     Peth,
     Reth,
     SackVerdict,
@@ -120,7 +130,8 @@ class Requester:
         self.r_cnt = [0] * size
         self.r_size = [0] * size
         self.r_flags = [0] * size
-        self.txseq = 0
+        self.txseq = 0  # transmissions so far (= tx_data counter)
+        self.n_rtx = 0
         self.order: deque[tuple[int, int, float]] = deque()  # (txseq, psn, time) sent order
         self.detector = ReorderThreshold(qp.cfg.reorder_threshold, max(1, mpr_psns // 2))
         self.unsent: deque[Wqe] = deque()
@@ -257,23 +268,34 @@ class Requester:
         k = psn - w.first_psn
         off = k * self.mtu
         size = self.r_size[slot]
-        last = k == w.npkts - 1
-        if w.npkts == 1:
-            op = Opcode.WRITE_ONLY_IMM if w.is_imm else Opcode.WRITE_ONLY
+        npkts = w.npkts
+        last = k == npkts - 1
+        if npkts == 1:
+            op = OP_WRITE_ONLY_IMM if w.is_imm else OP_WRITE_ONLY
         elif k == 0:
-            op = Opcode.WRITE_FIRST
+            op = OP_WRITE_FIRST
         elif last:
-            op = Opcode.WRITE_LAST_IMM if w.is_imm else Opcode.WRITE_LAST
+            op = OP_WRITE_LAST_IMM if w.is_imm else OP_WRITE_LAST
         else:
-            op = Opcode.WRITE_MIDDLE
+            op = OP_WRITE_MIDDLE
         ack_req = last or rtx or psn - self.una + 2 >= self.window
+        # positional: (opcode, se, m, pad, tver, pkey, fecn, becn, dest_qp, ack_req, rtx, tsh, psn)
+        bth = Bth(op, False, False, 0, 0, 0xFFFF, False, False, qp.dest_qpn, ack_req, rtx, False,
+                  psn & PSN_MASK)  # fmt: skip
         pkt = MrcPacket(
-            Bth(opcode=op, dest_qp=qp.dest_qpn, ack_req=ack_req, rtx=rtx, psn=psn & PSN_MASK),
+            bth,
             Meth(w.rqmsn & 0xFFFF, w.msn & 0xFFFF),
-            Tseth(ts16(now)) if self.use_ts else None,
+            Tseth(int(now * TS_PER_SECOND) & 0xFFFF) if self.use_ts else None,
             Reth(w.remote_addr + off, w.rkey, w.length),
-            ImmDt(w.imm) if w.is_imm and last else None,
-            payload=w.view[off : off + size],
+            ImmDt(w.imm) if last and w.is_imm else None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            w.view[off : off + size],
         )
         seq = self.txseq
         self.txseq = seq + 1
@@ -287,11 +309,10 @@ class Requester:
         self.order.append((seq, psn, now))
         if rtx:
             self.r_cnt[slot] += 1
-            qp.count("tx_rtx")
-            tclass = TrafficClass.TRIMMABLE_RETX
+            self.n_rtx += 1
+            tclass = TC_RETX
         else:
-            tclass = TrafficClass.TRIMMABLE
-        qp.count("tx_data")
+            tclass = TC_DATA
         port = ev.ports[idx]
         if qp.cfg.log_packets:
             qp.log(now, "transport:packet_sent", psn=psn, ev=ev.evs[idx], port=port, rtx=rtx)
@@ -676,12 +697,10 @@ class Requester:
         port = ev.ports[idx]
         ts = ts16(now)
         pkt = MrcPacket(
-            Bth(opcode=Opcode.PROBE, dest_qp=qp.dest_qpn, psn=self.probe_id),
+            Bth(opcode=OP_PROBE, dest_qp=qp.dest_qpn, psn=self.probe_id),
             peth=Peth(self.probe_id, ts),
         )
-        qp.ctrl.append(
-            TxPacket(pkt, port, qp.dest_gids[port], ev.evs[idx], TrafficClass.CONTROL, False)
-        )
+        qp.ctrl.append(TxPacket(pkt, port, qp.dest_gids[port], ev.evs[idx], TC_CONTROL, False))
         self.probe_pending = True
         self.probe_time = now
         qp.count("tx_probe")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hosts.transport.ops import IMM_LAST_OPS
 from hosts.transport.psn import (
     MASK64,
     PSN_MASK,
@@ -25,7 +26,6 @@ from hosts.transport.psn import (
     TS_PER_SECOND,
     trailing_ones,
     unwrap16,
-    unwrap_psn,
 )
 from hosts.transport.types import (
     AsyncEvent,
@@ -42,7 +42,6 @@ from hosts.wire import Aeth, Bth, CcState, MrcPacket, NackReason, Neth, Opcode, 
 if TYPE_CHECKING:
     from hosts.transport.qp import Qp
 
-_IMM_LAST = frozenset({Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM})
 RC_ACK = 0x1F  # AETH syndrome: ACK (credit field unused)
 RC_NAK_SEQ = 0x60
 
@@ -78,12 +77,14 @@ class Responder:
         self.t_time = 0.0
         self.t_port = 0
         self.rc_nak_sent = False
+        self.n_rx_data = 0
 
     # -- data ---------------------------------------------------------------------------
     def on_data(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         bth = pkt.bth
-        psn = unwrap_psn(bth.psn, self.cack + 1)
+        d = (bth.psn - self.cack - 1) & PSN_MASK  # unwrap against the next expected PSN
+        psn = self.cack + 1 + (d - 0x1000000 if d >= 0x800000 else d)
         ts = pkt.tseth.tx_timestamp if pkt.tseth is not None else 0
         dscp = meta.dscp
         trimmed = pkt.trimmed or dscp == qp.dscp_trimmed or dscp == qp.dscp_trimmed_lasthop
@@ -121,7 +122,7 @@ class Responder:
         self.rbits |= bit
         self.unrep |= bit
         self.rcvd_bytes += len(pkt.payload)
-        qp.count("rx_data")
+        self.n_rx_data += 1
         if rel:
             self.ooo += 1
         else:
@@ -169,7 +170,7 @@ class Responder:
                 )
             )
             return self._fatal(now, psn, meta, ts, "remote access error (rkey/bounds/access)")
-        if pkt.bth.opcode in _IMM_LAST:
+        if pkt.bth.opcode in IMM_LAST_OPS:
             if pkt.immdt is None:
                 return self._fatal(now, psn, meta, ts, "WriteImm without ImmDt")
             rq = unwrap16(pkt.meth.rqmsn, self.rq_done)
@@ -334,7 +335,7 @@ class Responder:
         self.rc_nak_sent = False
         self.cack = psn
         self.rcvd_bytes += len(pkt.payload)
-        qp.count("rx_data")
+        self.n_rx_data += 1
         if self.imm and self.imm_min <= psn:
             self._complete_imm(psn)
         self.pending += 1
