@@ -1,0 +1,130 @@
+"""The switch process: admin service (links, pcap), stats CLI, clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import pytest
+from scapy.utils import rdpcap
+
+from common.proto import switch_admin_pb2 as pb
+from common.proto import switch_admin_pb2_grpc as pb_grpc
+from switch.harness import Lab, SwitchProcess
+from tests.emulation.switch_util import connect, lab, mark_frame, mrc_frame, psn_of, route
+
+pytestmark = pytest.mark.emulation
+__all__ = ["lab"]
+
+DST = "fd00:0:0:2::1"
+
+
+def _two_port_switch(lab: Lab, link: str = "") -> tuple[str, SwitchProcess]:
+    ns = lab.namespace("h")
+    lab.wire("p1", "h1", None, ns)
+    lab.wire("p2", "h2", None, ns)
+    sw = lab.start_switch(
+        "s1", {1: lab.ifname("p1"), 2: lab.ifname("p2")}, links={2: link} if link else None
+    )
+    return ns, sw
+
+
+def test_pcap_capture_stats_cli_and_link_changes(lab: Lab, tmp_path: Path) -> None:
+    ns, sw = _two_port_switch(lab)
+    pcap = tmp_path / "p2.pcap"
+    with connect(sw) as client, grpc.insecure_channel(sw.address) as channel:
+        admin = pb_grpc.SwitchAdminStub(channel)
+        route(client, "fd00:0:0:2::", 64, 2)
+        started = admin.StartCapture(
+            pb.StartCaptureRequest(port=2, path=str(pcap), direction=pb.TX)
+        )
+        assert started.active
+        sniffer = lab.sniff(ns, [lab.ifname("h2")], count=5, marks=0)
+        lab.send(ns, lab.ifname("h1"), [mrc_frame(DST, psn=i) for i in range(5)])
+        received = [f for _, _, f in sniffer.result().frames]
+        stopped = admin.StopCapture(pb.StopCaptureRequest(port=2))
+        assert stopped.packets == 5 and not stopped.active
+        assert [bytes(p) for p in rdpcap(str(pcap))] == received
+
+        # Bad requests get clear gRPC errors, nothing changes.
+        with pytest.raises(grpc.RpcError) as err:
+            admin.SetLink(pb.SetLinkRequest(port=9, update=pb.LinkUpdate(rate_bps=1e6)))
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.RpcError) as err:
+            admin.SetLink(pb.SetLinkRequest(port=2, update=pb.LinkUpdate(loss=1.5)))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        with pytest.raises(grpc.RpcError) as err:
+            admin.StartCapture(pb.StartCaptureRequest(port=2, path="/nonexistent/dir/x.pcap"))
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+        # Link changes apply at once: a tiny queue on a slow link (1000 bytes hold a 20 kb/s
+        # wire for 400 ms) tail-drops a burst, and the drops show up in the admin stats, the
+        # stats CLI and the P4Runtime drop counter.
+        info = admin.SetLink(pb.SetLinkRequest(port=2, update=pb.LinkUpdate(rate_bps=2e4, qpkts=2)))
+        assert info.egress_link.rate_bps == 2e4 and info.egress_link.qpkts == 2
+        assert info.egress_link.delay_s == 0.0  # untouched fields keep their value
+        sniffer = lab.sniff(ns, [lab.ifname("h2")])
+        lab.send(ns, lab.ifname("h1"), [mrc_frame(DST, psn=100 + i, size=1000) for i in range(10)])
+        admin.SetLink(pb.SetLinkRequest(port=2, update=pb.LinkUpdate(rate_bps=0, qpkts=64)))
+        lab.send(ns, lab.ifname("h1"), [mark_frame(DST)])
+        got = [psn_of(f) for _, _, f in sniffer.result().frames]
+        # One packet on the wire plus two queued survive; the seven others were tail-dropped.
+        assert got == [100, 101, 102]
+        out = subprocess.run(
+            [sys.executable, "-m", "switch.stats", sw.address, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        stats = json.loads(out.stdout)
+        port2 = next(p for p in stats["ports"] if p["port"] == 2)
+        assert int(port2["egress"]["tail_drops"]) == 7
+        assert int(port2["tx_packets"]) == 5 + 3 + 1
+        queue = next(q for q in port2["egress"]["queues"] if int(q["drops"]))
+        drop_cell = 2 * 8 + int(queue["priority"])
+        counted = client.read_counter("MrcEgress.drop_port_queue", drop_cell)
+        assert counted[drop_cell][0] == 7
+        table = subprocess.run(
+            [sys.executable, "-m", "switch.stats", sw.address],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        assert "switch s1" in table and lab.ifname("p2") in table
+
+
+def test_sigterm_stops_cleanly_and_releases_everything(lab: Lab) -> None:
+    _ns, sw = _two_port_switch(lab)
+    port = int(sw.address.rsplit(":", 1)[1])
+    popen = sw.process.popen
+    popen.send_signal(signal.SIGTERM)
+    assert popen.wait(10) == 0
+    log = sw.log.read_text()
+    assert "ready" in log and "stopped" in log
+    with socket.socket() as s:  # the gRPC port is free again
+        s.bind(("127.0.0.1", port))
+
+
+def test_bad_arguments_and_missing_interface_fail_with_a_message(lab: Lab, tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "switch.main", "--name", "x", "--grpc-addr", "127.0.0.1:1"]
+    bad = subprocess.run(
+        [*base, "--port", "1=a", "--link", "3:rate=1"], capture_output=True, text=True, timeout=30
+    )
+    assert bad.returncode == 2 and "unknown port 3" in bad.stderr
+    missing = lab.ifname("zz")
+    log = tmp_path / "m.log"
+    res = subprocess.run(
+        [*base, "--port", f"1={missing}", "--log", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert res.returncode == 1 and f"no interface {missing!r}" in res.stderr
+    assert "start-up failed" in log.read_text()
