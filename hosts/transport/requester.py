@@ -692,6 +692,7 @@ class Requester:
         assert ev is not None
         idx = ev.pick()
         if idx < 0:
+            self.last_feedback = now  # no usable plane: try again one probe interval later
             return
         self.probe_id = (self.probe_id + 1) & 0xFFFF
         port = ev.ports[idx]

@@ -187,6 +187,9 @@ class Network:
                 t = host.get_timer()
                 if t is not None and t <= self.now:
                     host.handle_timer(self.now)
+                    after = host.get_timer()
+                    if after is not None and after <= self.now:
+                        raise AssertionError(f"timer did not move past {self.now} ({after})")
         else:
             assert t_arr is not None
             self.now = max(self.now, t_arr)

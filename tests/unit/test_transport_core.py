@@ -636,3 +636,21 @@ def test_every_packet_survives_the_wire_codec() -> None:
     ops = {pkt.bth.opcode for (_t, _d, pkt, _m) in p.net.delivered}
     assert {Opcode.WRITE_FIRST, Opcode.WRITE_LAST_IMM, Opcode.SACK, Opcode.NACK} <= ops
     assert p.a.stats.get("rx_errors", 0) == 0 and p.b.stats.get("rx_errors", 0) == 0
+
+
+def test_no_usable_port_waits_then_exhausts_retries_without_busy_timers() -> None:
+    p = make_pair(64 * KIB, opts=QpOptions(timeout=8, retry=RetryAttr(2, 1)))
+    p.write(1, 0, 16 * KIB)
+    p.net.run(lambda: p.b.qp_stats(p.qb).get("rx_data", 0) >= 1, max_time=1.0)
+    p.a.port_status(0, False, p.net.now)  # the only port: nothing can be sent any more
+    p.net.plane_up[0] = False
+    steps = 0
+
+    def done() -> bool:
+        nonlocal steps
+        steps += 1
+        return p.a.query_qp(p.qa).qp_state == QpState.ERR
+
+    assert p.net.run(done, max_time=1.0)  # the sim raises if a timer ever stays in the past
+    assert steps < 200
+    assert p.completions(0)[0].status == WcStatus.RETRY_EXC_ERR
