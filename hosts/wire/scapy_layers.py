@@ -189,6 +189,17 @@ def _bind() -> None:
     if roce is not None:  # the RoCE BTH would win the UDP 4791 guess; MRC takes it over
         split_bottom_up(UDP, roce.BTH, dport=4791)
     bind_layers(UDP, MrcBTH, dport=4791)
+    # Building convenience: MrcBTH()/MrcSETH() gets opcode SACK, and so on. Dissection follows
+    # the opcode's whole stack through guess_payload_class, not these bindings.
+    for op, attrs in L.OPCODE_HEADERS.items():
+        first = LAYERS[attrs[0]]
+        if first not in _FIRST_BOUND:
+            _FIRST_BOUND.add(first)
+            bind_layers(MrcBTH, first, opcode=int(_PREFERRED.get(attrs[0], op)))
+
+
+_PREFERRED = {"meth": Opcode.WRITE_ONLY}
+_FIRST_BOUND: set[type[Packet]] = set()
 
 
 _bind()

@@ -140,9 +140,9 @@ class Stack:
             lines += _build_object(a, f"_{a}", [f.name for f in L.MRC_HEADERS[a].fields], x, {})
         lines.append("    pkt = _new(_Pkt)")
         for slot in (f.name for f in dataclass_fields(MrcPacket)):
-            value = {"bth": "bth", "payload": 'b""', "trimmed": "False"}.get(slot)
-            if value is None:
-                value = slot if slot in attrs else "None"
+            if slot in ("payload", "trimmed"):
+                continue  # set once the payload is known, below
+            value = "bth" if slot == "bth" else slot if slot in attrs else "None"
             lines.append(f"    pkt.{slot} = {value}")
         lines.append("    frame = _new(_Frame)")
         for slot in (f.name for f in dataclass_fields(Frame)):
@@ -156,6 +156,7 @@ class Stack:
         if self.has_payload:
             lines += [
                 "    if hdr_end == end:",
+                '        pkt.payload = b""',
                 "        pkt.trimmed = True",
                 "        return frame, pkt",
             ]
@@ -175,11 +176,14 @@ class Stack:
                 "    if end - hdr_end < pad:",
                 '        raise _E(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)',
                 "    pkt.payload = mv[hdr_end : end - pad]",
+                "    pkt.trimmed = False",
             ]
         else:
             lines += [
                 "    if end != hdr_end:",
                 f'        raise _E(f"{{end - hdr_end}} unexpected bytes after {op.name} headers", hdr_end)',
+                '    pkt.payload = b""',
+                "    pkt.trimmed = False",
             ]
         lines.append("    return frame, pkt")
 

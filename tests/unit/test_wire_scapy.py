@@ -53,3 +53,14 @@ def test_scapy_crafted_write_decodes_with_valid_icrc() -> None:
     assert pkt.tseth is not None and pkt.tseth.tx_timestamp == 0x777
     assert pkt.meth is not None and pkt.meth.msn == 3
     assert bytes(pkt.payload) == b"12345678"
+
+
+def test_stacking_a_header_sets_the_opcode() -> None:
+    from hosts.wire.scapy_layers import MrcNETH, MrcSETH
+
+    assert (
+        Ether(bytes(Ether() / IPv6() / UDP() / MrcBTH() / MrcSETH()))[MrcBTH].opcode == Opcode.SACK
+    )
+    assert (MrcBTH() / MrcNETH()).opcode == Opcode.NACK
+    assert (MrcBTH() / MrcMETH()).opcode == Opcode.WRITE_ONLY
+    assert (MrcBTH(opcode=Opcode.WRITE_FIRST) / MrcMETH()).opcode == Opcode.WRITE_FIRST
