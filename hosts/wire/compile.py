@@ -52,7 +52,14 @@ class Plan:
 
     def insert(self, source: Callable[[str], str]) -> list[str]:
         """Per-word expressions; ``source(qualified_name)`` gives each field's value code."""
-        return [" | ".join(_insert(source(q), w, f) for q, f in w.fields) for w in self.words]
+        return [self.insert_word(w, source) for w in self.words]
+
+    def insert_word(
+        self, w: Word, source: Callable[[str], str], omit: frozenset[str] = frozenset()
+    ) -> str:
+        """Expression of one word, leaving out the fields named in ``omit`` (zero bits)."""
+        parts = [_insert(source(q), w, f) for q, f in w.fields if q not in omit]
+        return " | ".join(parts) if parts else "0"
 
 
 def _layout_words(layout: Layout, base: int, prefix: str) -> list[Word]:

@@ -42,6 +42,9 @@ def _variant_mask() -> int:
 
 
 _MASK = _variant_mask()
+ICRC_MASK = _MASK  # all ones over the variant bits of the IPv6 + UDP + BTH bytes
+ICRC_MASK_LEN = _MASK_LEN
+ICRC_SEED = _SEED  # CRC state after the 8 leading 0xFF bytes
 _from_bytes = int.from_bytes
 
 Buffer = bytes | bytearray | memoryview

@@ -10,12 +10,12 @@ compile.plan_stack; nothing here knows a bit position.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
-from typing import Any
 
 from hosts.wire import layout as L
-from hosts.wire.compile import generate, plan_stack
+from hosts.wire.compile import Word, generate, plan_stack
 from hosts.wire.enums import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
 from hosts.wire.errors import WireError
 from hosts.wire.headers import (
@@ -32,7 +32,7 @@ from hosts.wire.headers import (
     Seth,
     Tseth,
 )
-from hosts.wire.icrc import compute_icrc, read_icrc
+from hosts.wire.icrc import ICRC_MASK, ICRC_MASK_LEN, ICRC_SEED, compute_icrc, crc32, read_icrc
 from hosts.wire.packet import Frame, MrcPacket
 
 HEADER_CLASSES: dict[str, type] = {  # MrcPacket attribute -> header dataclass
@@ -213,13 +213,31 @@ class Stack:
                 "        bth.tsh = False",
                 f"    end = start + {plan.size}",
             ]
+        # The ICRC is computed in place: the stack is first packed with its ICRC-variant bits
+        # all ones, the CRC runs over the buffer, then the words holding variant bits are
+        # rewritten with their real values (no scratch copy of the masked header).
+        masks = _variant_word_masks(plan.words, ip_at)
+        packed = [
+            f"{plan.insert_word(w, source_of, _VARIANT)} | {masks[i]:#x}"
+            if masks[i]
+            else plan.insert_word(w, source_of)
+            for i, w in enumerate(plan.words)
+        ]
+        patches = []
+        for i, w in enumerate(plan.words):
+            if masks[i]:
+                real = plan.insert_word(w, source_of)
+                if w.code == "B":
+                    patches.append(f"    mv[start + {w.start}] = {real}")
+                else:
+                    patches.append(f"    _pw_{w.code}(buf, start + {w.start}, {real})")
         lines += [
             f"    total = end + {ICRC_LEN}",
             "    if total > len(mv):",
             '        raise _E(f"buffer too small: need {total} bytes, have {len(mv)}", start)',
             f"    ip_off = start + {ip_at}",
             f"    ulen = total - ip_off - {_IP}",
-            f"    _p(buf, start, {', '.join(plan.insert(source_of))})",
+            f"    _p(buf, start, {', '.join(packed)})",
         ]
         if self.has_payload:
             lines += [
@@ -229,7 +247,9 @@ class Stack:
                 "        mv[hdr_end + plen : end] = _ZEROS[pad]",
             ]
         lines += [
-            "    _pack_icrc(buf, end, _icrc(mv, ip_off, end))",
+            "    crc = _crc32(mv[ip_off:end], _SEED)",
+            *patches,
+            "    _pack_icrc(buf, end, crc)",
             "    return total",
         ]
         src = "\n".join(lines) + "\n"
@@ -247,6 +267,11 @@ class Stack:
             _read_icrc=read_icrc,
             _pack_icrc=_PACK_ICRC,
             _ZEROS=(b"", b"\x00", b"\x00\x00", b"\x00\x00\x00"),
+            _crc32=crc32,
+            _SEED=ICRC_SEED,
+            _pw_H=struct.Struct("!H").pack_into,
+            _pw_I=struct.Struct("!I").pack_into,
+            _pw_Q=struct.Struct("!Q").pack_into,
             **{f"_{a}": HEADER_CLASSES[a] for a in attrs},
         )
         self.decode: Callable[..., tuple[Frame, MrcPacket]] = ns["decode"]
@@ -264,13 +289,30 @@ def _build_object(
     return lines
 
 
-def _pack_icrc_factory() -> Callable[..., Any]:
-    import struct
+_PACK_ICRC = struct.Struct("<I").pack_into
 
-    return struct.Struct("<I").pack_into
+# Qualified names of the fields the ICRC treats as all ones (plus the reserved bits of BTH
+# byte 4, which are no field).
+_VARIANT = frozenset(
+    [f"ip.{n}" for n in L.ICRC_IPV6_VARIANT]
+    + [f"udp.{n}" for n in L.ICRC_UDP_VARIANT]
+    + [f"bth.{f.name}" for f in L.BTH.fields if f.byte == L.ICRC_BTH_VARIANT_BYTE]
+)
 
 
-_PACK_ICRC = _pack_icrc_factory()
+def _variant_word_masks(words: tuple[Word, ...], ip_at: int) -> list[int]:
+    """Per word, the bits the ICRC masks to ones (from icrc.ICRC_MASK over IPv6+UDP+BTH)."""
+    total = ICRC_MASK_LEN * 8
+    out = []
+    for w in words:
+        lo = (w.start - ip_at) * 8
+        value = 0
+        for bit in range(w.size * 8):
+            pos = lo + bit
+            if 0 <= pos < total and (ICRC_MASK >> (total - 1 - pos)) & 1:
+                value |= 1 << (w.size * 8 - 1 - bit)
+        out.append(value)
+    return out
 
 
 def build_stacks(with_eth: bool) -> dict[int, Stack]:
