@@ -9,6 +9,7 @@ class ErrorKind(Enum):
     INVALID = "INVALID_ARGUMENT"  # malformed request or operation not allowed in this state
     NOT_FOUND = "NOT_FOUND"  # unknown profile, EV, host, port, link, agent
     BUSY = "FAILED_PRECONDITION"  # something else depends on it (mrc_ctl EBUSY)
+    UNAVAILABLE = "UNAVAILABLE"  # a switch could not apply the change (nothing recorded)
 
 
 class CtlError(Exception):

@@ -11,11 +11,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from common.proto import mrc_ctl_pb2 as pb
-from controller.errors import invalid, not_found
+from controller.errors import CtlError, ErrorKind, invalid, not_found
 from topologies.addressing import host_gid, locator, mac, usid_of
 from topologies.circuits import Circuit, CircuitError, cross_connects, parse_circuit
 from topologies.model import FabricKind, Link, NodeKind, Topology
 from topologies.paths import base_rtt
+
+
+class BackendError(RuntimeError):
+    """The backend could not apply a change (switch unreachable or refusing); nothing recorded."""
 
 
 class FabricBackend(Protocol):
@@ -76,7 +80,10 @@ class FabricState:
 
     def set_link(self, ref: str, up: bool) -> pb.LinkView:
         link = self.find_link(ref)
-        self.backend.set_link_state(link, up)
+        try:
+            self.backend.set_link_state(link, up)
+        except BackendError as exc:
+            raise CtlError(ErrorKind.UNAVAILABLE, str(exc)) from None
         self.link_up[link.index] = up
         return self.link_view(link)
 
@@ -102,7 +109,10 @@ class FabricState:
             xc = cross_connects(self.topo, parsed)
         except CircuitError as exc:
             raise invalid(str(exc)) from None
-        self.backend.apply_circuits(xc)
+        try:
+            self.backend.apply_circuits(xc)
+        except BackendError as exc:
+            raise CtlError(ErrorKind.UNAVAILABLE, str(exc)) from None
         self.circuits = parsed
         self.cross_connects = xc
         self.circuit_generation += 1

@@ -8,6 +8,7 @@ and removes its unix socket.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -23,7 +24,9 @@ from controller.auth import AuthError, TokenInterceptor, bind_unix, read_token, 
 from controller.core import Controller
 from controller.fabric import FabricBackend
 from controller.service import add_services
+from controller.southbound import FabricError, SwitchEndpoint, SwitchFabric
 from topologies.loader import TopologyError, load
+from topologies.model import PathMode
 
 DEFAULT_WORKERS = 64
 
@@ -37,15 +40,23 @@ class ServerConfig:
     topology: str | None = None
     ports: int | None = None
     max_workers: int = DEFAULT_WORKERS
+    switches: str | None = None  # JSON {switch: {"address": "host:port", "device_id": N}}
+    mode: str | None = None  # path mode to program (default: the topology's)
 
 
 class ControllerServer:
     """A running controller: ``address`` to connect to, ``stop()`` (idempotent)."""
 
     def __init__(
-        self, controller: Controller, server: grpc.Server, address: str, unix: Path | None
+        self,
+        controller: Controller,
+        server: grpc.Server,
+        address: str,
+        unix: Path | None,
+        southbound: SwitchFabric | None = None,
     ) -> None:
         self.controller = controller
+        self.southbound = southbound
         self.server = server
         self.address = address
         self._unix = unix
@@ -59,6 +70,8 @@ class ControllerServer:
             self._stopped = True
         self.controller.close()
         self.server.stop(grace).wait()
+        if self.southbound is not None:
+            self.southbound.close()
         if self._unix is not None and self._unix.exists():
             self._unix.unlink()
 
@@ -77,6 +90,15 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
     token = read_token(config.token_file) if config.token_file else None
     creds = tls_credentials(*config.tls) if config.tls else None
     topo = load(config.topology) if config.topology else None
+    southbound = None
+    if config.switches:
+        if topo is None:
+            raise AuthError("--switches needs --topology")
+        southbound = SwitchFabric(
+            topo, read_switch_map(config.switches), PathMode(config.mode) if config.mode else None
+        )
+        southbound.start()  # raises FabricError naming the switch; nothing left connected
+        backend = southbound
     controller = Controller(topo, ports=config.ports, backend=backend)
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(
@@ -101,7 +123,19 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
         host = config.tcp.rsplit(":", 1)[0]
         address = f"{host}:{port}"
     server.start()
-    return ControllerServer(controller, server, address, unix_path)
+    return ControllerServer(controller, server, address, unix_path, southbound)
+
+
+def read_switch_map(path: str) -> dict[str, SwitchEndpoint]:
+    """``{"leaf0": {"address": "127.0.0.1:9559", "device_id": 1}, ...}`` -> endpoints."""
+    try:
+        data = json.loads(Path(path).read_text())
+        return {
+            name: SwitchEndpoint(str(ep["address"]), int(ep["device_id"]))
+            for name, ep in data.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise FabricError(f"switch map {path}: {exc}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", help="topology name or YAML file (enables fabric operations)")
     p.add_argument("--ports", type=int, help="NIC ports per host (default: from the topology)")
     p.add_argument("--max-workers", type=int, default=DEFAULT_WORKERS)
+    p.add_argument(
+        "--switches", metavar="FILE", help="JSON switch map: program and operate these switches"
+    )
+    p.add_argument("--mode", choices=[m.value for m in PathMode], help="path mode to program")
     return p
 
 
@@ -135,10 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         topology=args.topology,
         ports=args.ports,
         max_workers=args.max_workers,
+        switches=args.switches,
+        mode=args.mode,
     )
     try:
         running = start(config)
-    except (AuthError, TopologyError) as exc:
+    except (AuthError, TopologyError, FabricError) as exc:
         print(f"controller: {exc}", file=sys.stderr)
         return 2
     done = threading.Event()

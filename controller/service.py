@@ -24,6 +24,7 @@ _CODES = {
     ErrorKind.INVALID: grpc.StatusCode.INVALID_ARGUMENT,
     ErrorKind.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
     ErrorKind.BUSY: grpc.StatusCode.FAILED_PRECONDITION,
+    ErrorKind.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
 }
 POLL_S = 0.5  # how often a blocked stream checks that its RPC is still alive
 
