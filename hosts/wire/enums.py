@@ -19,19 +19,27 @@ ENDPOINT_QP = 0x2
 ICRC_LEN = 4
 
 
+OPCODE_PREFIX = 0b110
+"""opcode[7:5]: IBTA's manufacturer-specific range, as the public implementations use. The seed
+paper's "0101 prefix" cannot hold RC's 5 low bits (up to 0x1E); see docs/wire-format.md."""
+_P = OPCODE_PREFIX << 5
+
+
 class Opcode(IntEnum):
-    WRITE_FIRST = 0xC6
-    WRITE_MIDDLE = 0xC7
-    WRITE_LAST = 0xC8
-    WRITE_LAST_IMM = 0xC9
-    WRITE_ONLY = 0xCA
-    WRITE_ONLY_IMM = 0xCB
-    ACK = 0xD1
-    EP_REQUEST = 0xD8
-    EP_RESPONSE = 0xD9
-    SACK = 0xDC
-    NACK = 0xDD
-    PROBE = 0xDE
+    """MRC opcodes: OPCODE_PREFIX followed by RC's operation bits."""
+
+    WRITE_FIRST = _P | 0x06
+    WRITE_MIDDLE = _P | 0x07
+    WRITE_LAST = _P | 0x08
+    WRITE_LAST_IMM = _P | 0x09
+    WRITE_ONLY = _P | 0x0A
+    WRITE_ONLY_IMM = _P | 0x0B
+    ACK = _P | 0x11
+    EP_REQUEST = _P | 0x18
+    EP_RESPONSE = _P | 0x19
+    SACK = _P | 0x1C
+    NACK = _P | 0x1D
+    PROBE = _P | 0x1E
 
 
 WRITE_OPCODES = frozenset(
