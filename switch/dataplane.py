@@ -15,6 +15,7 @@ import logging
 import os
 import queue
 import select
+import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -35,13 +36,12 @@ PortStatusHook = Callable[[int, bool], None]
 
 @dataclass(slots=True)
 class PortCounters:
-    """Socket-level counters of a port (what crossed the interface)."""
+    """Socket-level counters of a port. Frames written = egress link deliveries - tx_errors."""
 
     rx_packets: int = 0
     rx_bytes: int = 0
-    tx_packets: int = 0
-    tx_bytes: int = 0
-    tx_errors: int = 0
+    tx_errors: int = 0  # frames the emulated link delivered but the socket refused
+    tx_error_bytes: int = 0
 
 
 class Dataplane:
@@ -192,6 +192,10 @@ class Dataplane:
         captures = self.captures
         ingress_shaped = tm.ingress_shaped
         process = self._process
+        pipeline_process = self.pipeline.process
+        qdepth = tm.qdepth
+        egress_get = tm.egress.get
+        socks = {n: p.sock for n, p in ports.items()}
         tx: list[tuple[int, bytes]] = []
         rx: list[tuple[int, bytes]] = []
         self._running = True
@@ -233,7 +237,11 @@ class Dataplane:
                     port, sock = entry
                     pc = counters[port]
                     cap = captures.get(port)
-                    shaped = port in ingress_shaped
+                    if port in ingress_shaped:
+                        self._receive_shaped(port, sock, pc, cap, now)
+                        continue
+                    # The hot path, inlined: receive, pipeline, then straight onto an idle
+                    # unshaped wire or into the egress queue.
                     for _ in range(RX_BATCH):
                         try:
                             data = sock.recv(MAX_FRAME)
@@ -246,58 +254,99 @@ class Dataplane:
                         pc.rx_bytes += len(data)
                         if cap is not None and cap.rx:
                             cap.write(data)
-                        if shaped:
-                            tm.receive(port, data, now)
-                        else:
-                            process(data, port, now)
+                        for eg in pipeline_process(data, port, now, qdepth):
+                            out = eg.port
+                            sh = egress_get(out)
+                            if sh is None:
+                                self.misc["no_such_port_drops"] += 1
+                                continue
+                            prio = eg.priority
+                            frame = eg.data
+                            if (
+                                sh.direct
+                                and not sh.backlog
+                                and not sh.inflight
+                                and prio < sh.nqueues
+                            ):
+                                size = len(frame)
+                                st = sh.stats
+                                qs = st.queues[prio]
+                                qs.packets += 1
+                                qs.bytes += size
+                                st.packets += 1
+                                st.bytes += size
+                                if eg.trimmed:
+                                    qs.trims += 1
+                                if eg.ecn_marked:
+                                    qs.ecn_marks += 1
+                                try:
+                                    socks[out].send(frame)
+                                except OSError:
+                                    ec = counters[out]
+                                    ec.tx_errors += 1
+                                    ec.tx_error_bytes += size
+                                    continue
+                                if captures:
+                                    self._capture_tx(out, frame)
+                            else:
+                                sh.enqueue(frame, prio, now, eg.trimmed, eg.ecn_marked)
         finally:
             self._running = False
             self._run_commands()  # answer whoever is waiting
             log.info("data plane stopped")
 
     def _process(self, data: bytes, port: int, now: float) -> None:
-        """Pipeline, then either straight to the wire (idle unshaped link) or into a queue."""
+        """Pipeline, then into the egress queue (frames delivered by an ingress shaper)."""
         egress = self.tm.egress
         for eg in self.pipeline.process(data, port, now, self.tm.qdepth):
             sh = egress.get(eg.port)
             if sh is None:
                 self.misc["no_such_port_drops"] += 1
-            elif sh.bypass(eg.data, eg.priority, eg.trimmed, eg.ecn_marked):
-                self._send_one(eg.port, eg.data)
             else:
                 sh.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
 
-    def _send_one(self, port: int, data: bytes) -> None:
-        pc = self.counters[port]
-        try:
-            self.ports[port].sock.send(data)
-        except OSError:
-            pc.tx_errors += 1
-            return
-        pc.tx_packets += 1
-        pc.tx_bytes += len(data)
-        if self.captures:
-            cap = self.captures.get(port)
-            if cap is not None and cap.tx:
+    def _receive_shaped(
+        self,
+        port: int,
+        sock: socket.socket,
+        pc: PortCounters,
+        cap: PcapWriter | None,
+        now: float,
+    ) -> None:
+        """Read a batch from a port whose ingress link is emulated: into its shaper."""
+        for _ in range(RX_BATCH):
+            try:
+                data = sock.recv(MAX_FRAME)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.misc["rx_errors"] += 1
+                return
+            pc.rx_packets += 1
+            pc.rx_bytes += len(data)
+            if cap is not None and cap.rx:
                 cap.write(data)
+            self.tm.receive(port, data, now)
+
+    def _capture_tx(self, port: int, data: bytes) -> None:
+        cap = self.captures.get(port)
+        if cap is not None and cap.tx:
+            cap.write(data)
 
     def _send(self, tx: list[tuple[int, bytes]]) -> None:
+        """Hand frames the emulated links delivered to their sockets."""
         ports = self.ports
         counters = self.counters
-        captures = self.captures
         for port, data in tx:
-            pc = counters[port]
             try:
                 ports[port].sock.send(data)
             except OSError:
-                pc.tx_errors += 1
+                ec = counters[port]
+                ec.tx_errors += 1
+                ec.tx_error_bytes += len(data)
                 continue
-            pc.tx_packets += 1
-            pc.tx_bytes += len(data)
-            if captures:
-                cap = captures.get(port)
-                if cap is not None and cap.tx:
-                    cap.write(data)
+            if self.captures:
+                self._capture_tx(port, data)
 
     def close(self) -> None:
         """Close captures, sockets and the wake pipe; idempotent."""

@@ -66,8 +66,9 @@ def _disable_ipv6(ifname: str) -> None:
         pass  # IPv6 not compiled in, or already absent: nothing to switch off
 
 
-def open_port(number: int, ifname: str, bufsize: int = 4 << 20) -> Port:
-    """Open the raw socket of port ``number`` on interface ``ifname``."""
+def open_port(number: int, ifname: str, bufsize: int = 32 << 20) -> Port:
+    """Open the raw socket of port ``number`` on interface ``ifname``. The large socket
+    buffers absorb the moments the switch process is descheduled on a shared machine."""
     try:
         ifindex = socket.if_nametoindex(ifname)
     except OSError:

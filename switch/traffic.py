@@ -369,6 +369,7 @@ class TrafficManager:
         self.egress: dict[int, Shaper] = {}
         self.ingress: dict[int, Shaper] = {}
         self.ingress_shaped: set[int] = set()
+        self.qdepth = self._make_qdepth()
 
     def add_port(
         self,
@@ -417,10 +418,18 @@ class TrafficManager:
     def admin_up(self, port: int) -> bool:
         return self._port(self.egress, port).config.up
 
-    def qdepth(self, port: int, priority: int) -> tuple[int, int]:
-        """qdepth(egress_port, priority) for the pipeline: (packets, bytes) queued now."""
-        sh = self.egress.get(port)
-        return sh.depth(priority) if sh is not None else (0, 0)
+    def _make_qdepth(self) -> Callable[[int, int], tuple[int, int]]:
+        egress_get = self.egress.get
+        empty = (0, 0)
+
+        def qdepth(port: int, priority: int) -> tuple[int, int]:
+            """(packets, bytes) queued now on (egress port, priority), for the pipeline."""
+            sh = egress_get(port)
+            if sh is None or not 0 <= priority < sh.nqueues:
+                return empty
+            return len(sh.queues[priority]), sh.qbytes[priority]
+
+        return qdepth
 
     def enqueue(
         self,
