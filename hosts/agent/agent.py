@@ -278,28 +278,53 @@ class Agent:
             self._sample_metrics(now)
 
     def _receive_all(self, now: float) -> None:
+        """Drain the ports (see the module docstring). With several ports, one batch is taken
+        from each and the frames are handed to the core interleaved (frame 0 of every port,
+        then frame 1, ...): packets sprayed over planes then reach the core roughly in arrival
+        order instead of one port's whole batch before the other's, which the core would see
+        as reordering (and answer with a SACK per packet)."""
         ports = self.ports
         decode = self.framer.decode
         receive = self.core.receive
         budget = RX_BUDGET
         busy = True
+        single = len(ports) == 1
+        counts = [0] * len(ports)
         while busy and budget > 0:
             busy = False
-            for index, port in enumerate(ports):
+            if single:
+                port = ports[0]
                 n = port.recv_batch()
                 if n == 0:
-                    continue
+                    break
                 budget -= n
-                if n == port.batch:
-                    busy = True
+                busy = n == port.batch
                 views = port.views
                 lengths = port.lengths
                 for i in range(n):
-                    got = decode(views[i][: lengths[i]], index)
+                    got = decode(views[i][: lengths[i]], 0)
                     if got is not None:
                         receive(got[0], got[1], now)
-                now = self.clock()
-                self._transmit(now)
+            else:
+                most = 0
+                for index, port in enumerate(ports):
+                    n = port.recv_batch()
+                    counts[index] = n
+                    budget -= n
+                    if n > most:
+                        most = n
+                    if n == port.batch:
+                        busy = True
+                if most == 0:
+                    break
+                for i in range(most):
+                    for index, port in enumerate(ports):
+                        if i < counts[index]:
+                            got = decode(port.views[i][: port.lengths[i]], index)
+                            if got is not None:
+                                receive(got[0], got[1], now)
+            now = self.clock()
+            self._transmit(now)
 
     def _transmit(self, now: float) -> None:
         pkts = self.core.packets_to_send(now)

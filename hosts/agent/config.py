@@ -60,6 +60,7 @@ class AgentConfig:
     rx_batch: int = 64
     evs_per_plane: int = 16  # size of the default EV profile (id 0) on every plane
     seed: int = 1  # the core's deterministic rotation / request-id seed
+    cc_window: int = 1 << 30  # bytes in flight per QP of the default (fixed-window) CC
 
     def gid_port(self, gid: bytes) -> int | None:
         for i, p in enumerate(self.ports):
@@ -164,11 +165,14 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
     evs = _int(d.get("evs_per_plane", 16), "config.evs_per_plane")
     if not 1 <= evs <= 4096:
         raise ConfigError("config.evs_per_plane: 1..4096")
+    window = _int(d.get("cc_window", 1 << 30), "config.cc_window")
+    if window < mtu:
+        raise ConfigError(f"config.cc_window: at least one MTU ({mtu}) bytes")
     return AgentConfig(
         name=name, ports=tuple(ports), ev_mode=_EV_MODES[mode_name], srv6_templates=templates,
         mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
         netns=d.get("netns"), apps=tuple(apps), rx_batch=batch, evs_per_plane=evs,
-        seed=_int(d.get("seed", 1), "config.seed"),
+        seed=_int(d.get("seed", 1), "config.seed"), cc_window=window,
     )
 
 

@@ -19,6 +19,7 @@ def host_config(config: AgentConfig) -> HostConfig:
         classes=config.classes,
         mtu=config.mtu,
         seed=config.seed,
+        default_cc_window=config.cc_window,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,11 @@ def run_transfer(
     timeout: float = 120.0,
     app_args: dict[str, Any] | None = None,
     agent_extra: dict[str, Any] | None = None,
+    during: Callable[[], None] | None = None,
 ) -> TransferResult:
-    """Move ``size`` bytes from ``src`` to ``dst`` with agents as processes; wait for both."""
+    """Move ``size`` bytes from ``src`` to ``dst`` with agents as processes; wait for both.
+
+    ``during`` (e.g. link flaps) runs in the calling thread once both agents are up."""
     workdir.mkdir(parents=True, exist_ok=True)
     oob = workdir / "oob"
     qlog_dir = workdir / "qlog"
@@ -117,6 +121,8 @@ def run_transfer(
         "result": str(results[src.name])}}], **extra)
     procs = [spawn_agent(kit, dst, workdir, sink_cfg), spawn_agent(kit, src, workdir, writer_cfg)]
     logs = {h.name: workdir / f"{h.name}.agent.log" for h in (src, dst)}
+    if during is not None:
+        during()
     wait_until(lambda: not any(p.alive() for p in procs), timeout + 30,
                f"transfer to finish (logs {', '.join(map(str, logs.values()))})", interval=0.05)
     out: dict[str, dict[str, Any]] = {}
@@ -125,3 +131,139 @@ def run_transfer(
             raise RuntimeError(f"{name} wrote no result; see {logs[name]}")
         out[name] = json.loads(path.read_text())
     return TransferResult(writer=out[src.name], sink=out[dst.name], logs=logs, qlog_dir=qlog_dir)
+
+
+SWITCH_DEVICE_ID = 1
+
+
+def switch_mac(port: int) -> str:
+    return f"02:00:00:ff:00:{port:02x}"
+
+
+@dataclass
+class SwitchHandle:
+    """A running embedded switch process and its gRPC address (P4Runtime + admin)."""
+
+    address: str
+    process: Process
+    log: Path
+    ports: dict[tuple[str, int], int]  # (host name, host port) -> switch port
+
+    def set_port_admin(self, port: int, up: bool) -> None:
+        """Administrative up/down of a switch port (both directions; down drops and counts)."""
+        import grpc
+
+        from common.proto import switch_admin_pb2 as pb
+        from common.proto import switch_admin_pb2_grpc as pb_grpc
+
+        with grpc.insecure_channel(self.address) as channel:
+            pb_grpc.SwitchAdminStub(channel).SetPortAdmin(
+                pb.SetPortAdminRequest(port=port, up=up), timeout=5)
+
+    def port_stats(self) -> dict[int, dict[str, int]]:
+        from switch.stats import fetch
+
+        resp = fetch(self.address)
+        return {p.port: {"rx_packets": p.rx_packets, "tx_packets": p.tx_packets,
+                         "down_drops": p.egress.down_drops + p.ingress.down_drops,
+                         "tail_drops": p.egress.tail_drops}
+                for p in resp.ports}
+
+
+def switch_star(
+    kit: NetKit,
+    workdir: Path,
+    hosts: int = 2,
+    planes: int = 1,
+    links: dict[int, str] | None = None,
+    mtu: int = 9000,
+    trim_at: int = 0,
+) -> tuple[list[HostSpec], SwitchHandle]:
+    """``hosts`` hosts with ``planes`` ports each, all on one embedded switch (root namespace).
+
+    Switch port of (host h, plane p) is ``(h - 1) * planes + p + 1``. ``links`` gives egress
+    link specs per switch port (``rate=1e9,...``, see switch.main --link). The switch is
+    programmed over P4Runtime (controller.p4runtime_client): one /128 route per host GID and
+    the DSCP classes of common/classes.py. With ``trim_at`` > 0 every port trims trimmable
+    packets that find at least that many packets queued (all ports are last hops here, so the
+    trimmed class is TRIMMED_LASTHOP and there is no ECN marking).
+    """
+    from common.netns import free_tcp_port, tcp_listening
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    specs: list[HostSpec] = []
+    port_of: dict[tuple[str, int], int] = {}
+    sw_ports: list[tuple[int, str]] = []
+    for h in range(1, hosts + 1):
+        ns = kit.add_namespace(f"h{h}")
+        ifs, macs, gids, nmacs = [], [], [], []
+        for p in range(planes):
+            sp = (h - 1) * planes + p + 1
+            host_if, sw_if = kit.name(f"h{h}p{p}"), kit.name(f"s1p{sp}")
+            kit.add_veth(host_if, sw_if, ns, None, mtu=mtu, mac_a=host_mac(h, p),
+                         mac_b=switch_mac(sp))
+            ifs.append(host_if)
+            macs.append(host_mac(h, p))
+            gids.append(host_gid(h, p))
+            nmacs.append(switch_mac(sp))
+            port_of[(f"h{h}", p)] = sp
+            sw_ports.append((sp, sw_if))
+        specs.append(HostSpec(name=f"h{h}", netns=ns, ifnames=tuple(ifs), macs=tuple(macs),
+                              gids=tuple(gids), neighbor_macs=tuple(nmacs)))
+    grpc_port = free_tcp_port()
+    address = f"127.0.0.1:{grpc_port}"
+    log = workdir / "s1.log"
+    cmd = [sys.executable, "-m", "switch.main", "--name", "s1", "--grpc-addr", address,
+           "--device-id", str(SWITCH_DEVICE_ID), "--log", str(log)]
+    for sp, sw_if in sw_ports:
+        cmd += ["--port", f"{sp}={sw_if}"]
+    for sp, spec in (links or {}).items():
+        cmd += ["--link", f"{sp}:{spec}"]
+    proc = kit.spawn("switch-s1", cmd, log_path=workdir / "s1.out")
+
+    def ready() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"switch exited ({proc.popen.returncode}); see {log} and "
+                               f"{workdir / 's1.out'}")
+        return tcp_listening("127.0.0.1", grpc_port)
+
+    wait_until(ready, 20, f"switch gRPC on {address} (log {log})")
+    handle = SwitchHandle(address=address, process=proc, log=log, ports=port_of)
+    _program_star(address, specs, port_of, trim_at)
+    return specs, handle
+
+
+def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, int], int],
+                  trim_at: int) -> None:
+    from common.classes import DEFAULT_CLASSES, TrafficClass
+    from controller.p4runtime_client import P4RuntimeClient
+    from hosts.wire import ip6, mac
+
+    class_ids = {cls: i for i, cls in enumerate(TrafficClass)}
+    trimmable = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
+    with P4RuntimeClient(address, SWITCH_DEVICE_ID) as client:
+        client.push_pipeline()
+        for h in hosts:
+            for p, gid in enumerate(h.gids):
+                sp = port_of[(h.name, p)]
+                client.insert(
+                    "MrcIngress.ipv6_route", {"hdr.ipv6.dst_addr": (
+                        int.from_bytes(ip6(gid), "big"), 128)},
+                    "MrcIngress.set_nexthop",
+                    {"port": sp, "smac": int.from_bytes(mac(switch_mac(sp)), "big"),
+                     "dmac": int.from_bytes(mac(h.macs[p]), "big")})
+        for cls in TrafficClass:
+            client.insert(
+                "MrcIngress.dscp_class", {"meta.dscp": DEFAULT_CLASSES.dscp[cls]},
+                "MrcIngress.set_class",
+                {"class_id": class_ids[cls], "priority": DEFAULT_CLASSES.priority[cls],
+                 "trimmable": int(cls in trimmable)})
+        if trim_at > 0:
+            lasthop = TrafficClass.TRIMMED_LASTHOP
+            for sp in port_of.values():
+                client.insert(
+                    "MrcEgress.port_config", {"standard_metadata.egress_port": sp},
+                    "MrcEgress.set_port_params",
+                    {"ecn_threshold": 0, "trim_threshold": trim_at, "last_hop": 1,
+                     "trim_dscp": DEFAULT_CLASSES.dscp[lasthop],
+                     "trim_priority": DEFAULT_CLASSES.priority[lasthop]})
