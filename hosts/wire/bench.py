@@ -69,8 +69,8 @@ def measure(seconds: float = 0.5, rounds: int = 3) -> dict[str, object]:
         reth=Reth(va=0x7F0000001000, rkey=0x1234, dma_len=PAYLOAD),
         payload=bytes(range(256)) * (PAYLOAD // 256),
     )
-    buf = bytearray(frame_len(frame, pkt))
-    view = memoryview(buf)
+    view = memoryview(bytearray(frame_len(frame, pkt)))
+    buf = view  # the agent keeps one memoryview of its transmit buffer
     n = encode_frame(frame, pkt, buf)
     wire = view[:n]
     decode_frame(wire)  # sanity: the frame is valid

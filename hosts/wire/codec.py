@@ -208,7 +208,9 @@ def _outer_len(frame: Frame) -> int:
 def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offset: int = 0) -> int:
     """Write the whole frame (Ethernet..ICRC) into ``buf`` at ``offset``; return bytes written.
 
-    Use ``memoryview(buf)[offset:offset + n]`` to hand it to a socket without a copy.
+    ``buf`` may be a bytearray or a writable memoryview; passing the same memoryview every
+    time saves creating one per call. Use ``memoryview(buf)[offset:offset + n]`` to hand the
+    frame to a socket without a copy.
     """
     bth = pkt.bth
     tsh = pkt.tseth is not None
@@ -236,7 +238,7 @@ def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offs
     if srv6 is not None:
         _pack_eth(buf, offset, frame.eth_dst, frame.eth_src, L.ETHERTYPE_IPV6)
         _encode_srv6(srv6, buf, offset + _ETH_LEN, total)
-    return int(total - offset)
+    return total - offset
 
 
 def _encode_srv6(srv6: Srv6Outer, buf: bytearray | memoryview, off: int, total: int) -> None:

@@ -275,7 +275,7 @@ class Stack:
             **{f"_{a}": HEADER_CLASSES[a] for a in attrs},
         )
         self.decode: Callable[..., tuple[Frame, MrcPacket]] = ns["decode"]
-        self.encode: Callable[..., int] = ns["encode"]
+        self.encode: Callable[..., int] = ns["encode"]  # returns the end offset
         self.source = src
 
 
