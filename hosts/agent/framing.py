@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from common.classes import ClassMap, TrafficClass
+from common.classes import ClassMap
 from hosts.agent.config import AgentConfig
 from hosts.transport import RxMeta, TxPacket
 from hosts.wire import (
@@ -25,8 +25,6 @@ from hosts.wire import (
     WireError,
     decode_frame,
     encode_frame,
-    ev_to_fields,
-    fields_to_ev,
     usid_container,
 )
 from hosts.wire.ev import UsidTemplate
@@ -48,7 +46,8 @@ class Framer:
         self.mode = config.ev_mode
         self.templates: dict[bytes, UsidTemplate] = dict(config.srv6_templates)
         self.classes: ClassMap = config.classes
-        self._dscp: dict[TrafficClass, int] = dict(config.classes.dscp)
+        self._dscp_by_id: dict[int, int] = {id(c): d for c, d in config.classes.dscp.items()}
+        self._stev = self.mode == EvMode.STRUCTURED
         self._gids = [p.gid for p in config.ports]
         self._gid_set = frozenset(self._gids)
         self._frames = [
@@ -63,19 +62,20 @@ class Framer:
         """Encode ``tx`` into ``tx_buf``; return the frame length (0: cannot be sent)."""
         frame = self._frames[tx.port]
         frame.ip_dst = tx.dst_gid
-        frame.dscp = self._dscp[tx.tclass]
+        frame.dscp = self._dscp_by_id[id(tx.tclass)]  # enum hashing is a Python call
         frame.ecn = ECT0 if tx.ecn_capable else 0
-        sport, flow = ev_to_fields(self.mode, tx.ev)
-        frame.udp_sport = sport
-        frame.flow_label = flow
-        if self.mode == EvMode.SRV6:
+        ev = tx.ev
+        frame.udp_sport = ev & 0xFFFF
+        if self.mode == EvMode.STRUCTURED:
+            frame.flow_label = (ev >> 16) & 0xFFFF
+        elif self.mode == EvMode.SRV6:
             template = self.templates.get(tx.dst_gid)
             if template is None:
                 self.no_template += 1
                 return 0
             frame.srv6 = Srv6Outer(
-                src=frame.ip_src, dst=usid_container(template, tx.ev),
-                dscp=frame.dscp, ecn=frame.ecn, flow_label=flow,
+                src=frame.ip_src, dst=usid_container(template, ev),
+                dscp=frame.dscp, ecn=frame.ecn, flow_label=0,
             )
         return encode_frame(frame, tx.pkt, self.tx_buf)
 
@@ -89,18 +89,18 @@ class Framer:
         if frame.udp_dport != ROCEV2_UDP_PORT:
             self.rx.not_mrc += 1
             return None
-        if frame.ip_dst not in self._gid_set:
+        if frame.ip_dst not in self._gid_set:  # bytes (a memoryview would raise: unhashable)
             self.rx.not_for_us += 1
             return None
         outer = frame.srv6
-        dscp = outer.dscp if outer is not None else frame.dscp
-        meta = RxMeta(
-            port=port,
-            src_gid=bytes(frame.ip_src),
-            dst_gid=bytes(frame.ip_dst),
-            dscp=dscp,
-            ce=frame.ce,
-            ev=fields_to_ev(self.mode, frame.udp_sport, frame.flow_label),
-            length=len(data),
-        )
-        return pkt, meta
+        if outer is not None:
+            dscp = outer.dscp
+            ce = outer.ecn == 3 or frame.ecn == 3
+        else:
+            dscp = frame.dscp
+            ce = frame.ecn == 3
+        sport = frame.udp_sport
+        ev = ((frame.flow_label & 0xFFFF) << 16 | sport) if self._stev else sport
+        src = frame.ip_src
+        return pkt, RxMeta(port, src if type(src) is bytes else bytes(src), frame.ip_dst, ev,
+                           dscp, ce, len(data))

@@ -1,0 +1,112 @@
+"""``mrcnet bench transport``: single-QP goodput host to host through one embedded switch.
+
+Two host agents (processes in their own namespaces) and one embedded switch process (root
+namespace, programmed over P4Runtime) as in the emulation tests (hosts/agent/harness.py). The
+writer moves ``--size`` MiB in 1 MiB Writes (the last a WriteImm) and reports goodput =
+bytes / (first post -> last completion); the sink checks the data (sha256). Two cases:
+
+- ``unlimited``: no rate limit on the switch ports;
+- ``link_1g``: the switch's egress towards both hosts is an emulated 1 Gb/s link.
+
+``link_1g_ratio`` = link_1g_bps / 1e9. Each case runs ``--runs`` times; the median is reported
+(the machine is shared, single runs are noisy). Needs root. Prints one JSON object with
+``--json`` and saves it under results/bench/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+LINK_RATE = 1e9
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--size", type=int, default=64, help="MiB per transfer (default 64)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per case (median reported)")
+    parser.add_argument("--qp-type", choices=("MRC", "RC"), default="MRC")
+    parser.add_argument("--mpr", type=int, default=8, help="MPR in units of 128 PSNs")
+    parser.add_argument("--cc-window", type=int, default=1 << 30,
+                        help="bytes in flight of the fixed-window CC (default: unbounded)")
+    parser.add_argument("--trim-at", type=int, default=32,
+                        help="switch trims trimmable packets at this queue depth (0: never)")
+    parser.add_argument("--qpkts", type=int, default=64,
+                        help="packets per queue of the 1 Gb/s link")
+    parser.add_argument("--results", default="results/bench", help="folder for the saved JSON")
+
+
+def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace,
+             seed: int) -> dict[str, Any]:
+    from common.netns import NetKit
+    from hosts.agent.apps import pattern
+    from hosts.agent.harness import run_transfer, switch_star
+
+    prefix = f"b{os.getpid() % 100000:05d}"[:6]
+    with tempfile.TemporaryDirectory(prefix="mrcnet-bench-") as tmp, NetKit(prefix) as kit:
+        work = Path(tmp)
+        links = {1: link, 2: link} if link else None
+        (h1, h2), sw = switch_star(kit, work, hosts=2, planes=1, links=links,
+                                   trim_at=args.trim_at)
+        res = run_transfer(kit, h1, h2, work, size, qp_type=qp_type, seed=seed, timeout=300,
+                           app_args={"mpr": args.mpr},
+                           agent_extra={"cc_window": args.cc_window,
+                                        "metrics_interval": 10.0})
+        stats = sw.port_stats()
+    if res.writer.get("errors") or not res.writer.get("bytes"):
+        raise RuntimeError(f"transfer failed: {res.writer}")
+    if res.sink.get("sha256") != hashlib.sha256(pattern(size, seed)).hexdigest():
+        raise RuntimeError("sink data does not match what was written")
+    data_packets = -(-size // 4096)
+    return {
+        "goodput_bps": float(res.writer["goodput_bps"]),
+        "seconds": float(res.writer["seconds"]),
+        "packets_to_h2": stats[2]["tx_packets"],
+        "extra_packets": max(0, stats[1]["rx_packets"] - data_packets),
+        "switch_tail_drops": stats[2]["tail_drops"],
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    if os.geteuid() != 0:
+        print("bench transport: needs root (network namespaces, raw sockets)", file=sys.stderr)
+        return 2
+    size = args.size << 20
+    link_spec = f"rate={LINK_RATE:g},qpkts={args.qpkts}"
+    cases: dict[str, list[dict[str, Any]]] = {"unlimited": [], "link_1g": []}
+    for i in range(args.runs):
+        for case, link in (("unlimited", None), ("link_1g", link_spec)):
+            print(f"[bench transport] {case} run {i + 1}/{args.runs} ...", file=sys.stderr,
+                  flush=True)
+            cases[case].append(_one_run(size, args.qp_type, link, args, seed=100 + i))
+    unlimited = statistics.median(r["goodput_bps"] for r in cases["unlimited"])
+    link_1g = statistics.median(r["goodput_bps"] for r in cases["link_1g"])
+    out: dict[str, Any] = {
+        "unlimited_bps": round(unlimited),
+        "link_1g_bps": round(link_1g),
+        "link_1g_ratio": round(link_1g / LINK_RATE, 4),
+        "qp_type": args.qp_type,
+        "size_bytes": size,
+        "runs": cases,
+        "settings": {"mpr": args.mpr, "cc_window": args.cc_window, "trim_at": args.trim_at,
+                     "link": link_spec},
+    }
+    out_dir = Path(args.results)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"transport-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(out, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"unlimited  {unlimited / 1e6:8.1f} Mb/s")
+        print(f"link 1G    {link_1g / 1e6:8.1f} Mb/s  ({link_1g / LINK_RATE:.1%} of the link)")
+        print(f"results: {path}")
+    return 0
