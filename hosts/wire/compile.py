@@ -81,41 +81,53 @@ def _layout_words(layout: Layout, base: int, prefix: str) -> list[Word]:
             continue
         start, end = p, p + 1
         while True:
-            new_end = end
-            for f in layout.fields:
-                if f.start < end * 8 and f.end > start * 8:
-                    new_end = max(new_end, (f.end + 7) // 8)
-            if new_end == end:
+            end = _closure(layout, start, end)
+            members = tuple(f for f in layout.fields if f.start < end * 8 and f.end > start * 8)
+            if any(f.kind == "b" for f in members):
+                if len(members) != 1:
+                    raise ValueError(f"{layout.name}: byte field shares bytes with another field")
+                code = f"{end - start}s"
                 break
-            end = new_end
-        members = tuple(f for f in layout.fields if f.start < end * 8 and f.end > start * 8)
-        if any(f.kind == "b" for f in members):
-            if len(members) != 1:
-                raise ValueError(f"{layout.name}: byte field shares bytes with another field")
-            words.append(_word(base, start, end - start, f"{end - start}s", members, prefix))
-            used_until = p = end
-            continue
-        # widen to a struct integer size using reserved bytes around it or the word before
-        while end - start not in _CODES:
+            if end - start in _CODES:
+                code = _CODES[end - start]
+                break
+            if end - start > 8:
+                raise ValueError(f"{layout.name}: no struct word fits bytes {start}..{end}")
+            # widen to a struct integer size: reserved bytes around it first, then the word
+            # before (e.g. BTH byte 4, FECN/BECN, joins bytes 5-7, dest QP), then the fields after
+            prev = words[-1] if words else None
             if start > used_until and not covered[start - 1]:
                 start -= 1
             elif end < size and not covered[end]:
                 end += 1
             elif (
-                words
-                and words[-1].start + words[-1].size == base + start
-                and words[-1].code in "BHI"
+                prev is not None
+                and prev.start + prev.size == base + start
+                and prev.code in "BHI"
+                and base + end - prev.start <= 8
             ):
-                prev = words.pop()  # e.g. BTH bytes 4 (FECN/BECN) and 5-7 (dest QP)
+                words.pop()
                 start = prev.start - base
-                members = tuple(f for _q, f in prev.fields) + members
+                used_until = start
+            elif end < size:
+                end += 1
             else:
                 raise ValueError(f"{layout.name}: cannot map bytes {start}..{end} to a word")
-            if end - start > 8:
-                raise ValueError(f"{layout.name}: word wider than 8 bytes at {start}")
-        words.append(_word(base, start, end - start, _CODES[end - start], members, prefix))
+        words.append(_word(base, start, end - start, code, members, prefix))
         used_until = p = end
     return words
+
+
+def _closure(layout: Layout, start: int, end: int) -> int:
+    """Smallest end >= ``end`` such that no field crosses bytes start..end."""
+    while True:
+        new_end = end
+        for f in layout.fields:
+            if f.start < end * 8 and f.end > start * 8:
+                new_end = max(new_end, (f.end + 7) // 8)
+        if new_end == end:
+            return end
+        end = new_end
 
 
 def _word(
