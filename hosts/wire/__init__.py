@@ -6,25 +6,35 @@ Data model (all dataclasses with slots, fields in wire order, every field defaul
 - MrcPacket(bth, meth=None, tseth=None, reth=None, immdt=None, aeth=None, seth=None,
   cc_state=None, neth=None, peth=None, erth=None, eeth=None, payload=b"", trimmed=False):
   BTH, the extension headers required by the opcode (layout.OPCODE_HEADERS) and the payload.
+  TSETH is optional on data packets; ``trimmed`` marks a decoded header-only (switch-trimmed)
+  data packet.
 - Frame(eth_dst, eth_src, ip_src, ip_dst, dscp, ecn, flow_label, hop_limit, udp_sport,
   udp_dport=4791, srv6=None): the network layer; Srv6Outer(src, dst, segments, ...) is the
-  optional SRv6 outer IPv6 header (+ SRH when segments are given).
+  optional SRv6 outer IPv6 header (+ SRH when segments are given). ``Frame.ce`` tells
+  whether either IPv6 header carries ECN CE.
 - Enums: Opcode, NackReason, SackVerdict, EndpointOp, EvMode, Ecn.
 
 Functions:
 
-- encode_packet(pkt, buf, offset=0) -> end offset; decode_packet(data, offset=0, end=None).
-- encode_frame(frame, pkt, buf, offset=0) -> length (Ethernet..ICRC into a preallocated
-  buffer); build_frame(frame, pkt) -> bytes; frame_len(frame, pkt).
+- encode_frame(frame, pkt, buf, offset=0) -> length: Ethernet..ICRC into a preallocated
+  bytearray or memoryview; build_frame(frame, pkt) -> bytes; frame_len(frame, pkt).
 - decode_frame(data, verify_icrc=True) -> (Frame, MrcPacket); the payload is a memoryview
   into ``data`` (no copy).
-- compute_icrc(...) in hosts.wire.icrc (RoCEv2 ICRC, equal to scapy.contrib.roce).
+- encode_packet(pkt, buf, offset=0) -> end offset; decode_packet(data, offset=0, end=None):
+  the MRC part only (BTH..payload+pad, no ICRC). packet_len(pkt).
+- The encoder sets ``bth.pad`` and ``bth.tsh`` from the payload and TSETH presence. Integer
+  fields are written modulo 2**width.
+- hosts.wire.icrc.compute_icrc: RoCEv2 ICRC (equal to scapy.contrib.roce).
 - EV helpers (hosts.wire.ev): ev_to_fields / fields_to_ev per EvMode, ev_subfield,
-  UsidTemplate / UsidSlot / usid_container / usid_shift for SRv6.
+  ev_with_subfield, UsidTemplate / UsidSlot / usid_container / usid_shift / usid_active.
 
 Errors: decoding arbitrary bytes returns a packet or raises WireError (``.reason``,
-``.offset``); nothing else. Bit layouts are defined once, in hosts.wire.layout.
-Scapy layers (tests/tools only) live in hosts.wire.scapy_layers. See docs/wire-format.md.
+``.offset``); nothing else. Encoding problems raise WireError too.
+
+Bit layouts are defined once, in hosts.wire.layout; compile.py and stacks.py generate the
+codec from them, scapy_layers.py the scapy layers (tests/tools only), luagen.py the Wireshark
+dissector mrc.lua and docgen.py the tables of docs/wire-format.md. pcapgen.py is `mrcnet pcap`,
+bench.py `mrcnet bench codec`, samples.py holds sample packets. See docs/wire-format.md.
 """
 
 from hosts.wire.codec import (
