@@ -267,11 +267,15 @@ def _connect(agent: Agent, core: StubCore, peer_qpn: int, peer_gid: bytes, qpn: 
                QpAttrMask.STATE | QpAttrMask.DEST_QPN | QpAttrMask.DEST_GIDS)
 
 
-def test_write_moves_bytes_through_agents_and_completes(pair: Pair) -> None:
-    sink = bytearray(1 << 20)
-    data = bytearray(random.Random(1).randbytes(1 << 20))
+def _write_and_check(pair: Pair, size: int) -> None:
+    """One Write of ``size`` bytes a -> b through both agents; checks data and counters."""
+    sink = bytearray(size)
+    data = bytearray(random.Random(size).randbytes(size))
     seen: list[Completion] = []
-    pair.a.add_handler(lambda ev, now: seen.append(ev) if isinstance(ev, Completion) else None)
+    handler = lambda ev, now: seen.append(ev) if isinstance(ev, Completion) else None  # noqa: E731
+    pair.a.add_handler(handler)
+    rx_before = pair.core_b.received
+    tx_before = pair.a.ports[0].counters.tx_frames
     mr_b = pair.b.call(pair.core_b.register_mr, sink, 3)
     mr_a = pair.a.call(pair.core_a.register_mr, data, 3)
     qa = pair.a.call(pair.core_a.create_qp, QpType.MRC, 1, 1)
@@ -281,13 +285,18 @@ def test_write_moves_bytes_through_agents_and_completes(pair: Pair) -> None:
     wr = SendWR(wr_id=77, opcode=WrOpcode.WRITE, local_addr=mr_a.addr, length=len(data),
                 lkey=mr_a.lkey, remote_addr=mr_b.addr, rkey=mr_b.rkey)
     pair.a.call(pair.core_a.post_send, qa, wr, pair.a.now())
-    wait_until(lambda: bool(seen), 10, "send completion of a 1 MiB Write")
-    assert seen == [Completion(1, qa, 77, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, 1 << 20)]
+    wait_until(lambda: bool(seen), 10, f"send completion of a {size}-byte Write")
+    pair.a.remove_handler(handler)
+    assert seen == [Completion(1, qa, 77, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, size)]
     assert sink == data
-    packets = (1 << 20) // 4096
-    assert pair.core_b.received == packets
-    assert pair.a.ports[0].counters.tx_frames == packets
-    assert pair.b.ports[0].counters.rx_frames == packets
+    packets = -(-size // 4096)
+    assert pair.core_b.received - rx_before == packets
+    assert pair.a.ports[0].counters.tx_frames - tx_before == packets
+
+
+def test_write_moves_bytes_through_agents_and_completes(pair: Pair) -> None:
+    _write_and_check(pair, 1 << 20)
+    assert pair.b.ports[0].counters.rx_frames == 256
     assert pair.a.framer.rx.malformed == pair.b.framer.rx.malformed == 0
 
 
@@ -476,3 +485,31 @@ def test_loop_does_not_spin_on_a_timer_the_core_leaves_due() -> None:
     assert len(calls) <= span / TIMER_STALL_BACKOFF + 2
     assert all(b - a >= TIMER_STALL_BACKOFF for a, b in itertools.pairwise(calls))
     assert agent.timer_stalls == len(calls)
+
+
+def test_garbage_frames_are_counted_and_the_loop_keeps_working(pair: Pair) -> None:
+    rng = random.Random(5)
+    cfg = pair.cfg_a
+    good = bytearray(build_frame_for(cfg, _tx_to(cfg, pair.cfg_b.ports[0].gid)))
+    bad_icrc = bytearray(good)
+    bad_icrc[-2] ^= 0x55
+    other = _tx_to(cfg, bytes.fromhex("fd00" + "00" * 13 + "ee"))
+    junk = [b"", b"\x00", bytes(13), rng.randbytes(60), rng.randbytes(3000),
+            bytes(good[:40]), bytes(bad_icrc), build_frame_for(cfg, other)]
+    sock = pair.a.ports[0].sock
+    for frame in junk:
+        sock.send(frame)
+    # A frame for an unknown QP is well-formed: it reaches the core, which ignores it.
+    sock.send(bytes(good))
+    rx = pair.b.framer.rx
+    wait_until(lambda: pair.core_b.received == 1 and rx.not_for_us == 1, 5, "junk processed")
+    assert rx.malformed == len(junk) - 1
+    assert pair.b.running and pair.b.loop_error is None
+    _write_and_check(pair, 100_000)  # still fully functional
+
+
+def _tx_to(cfg: AgentConfig, dst: bytes) -> TxPacket:
+    tx = _tx(cfg, 3)
+    tx.dst_gid = dst
+    tx.pkt.bth.dest_qp = 0x7777
+    return tx
