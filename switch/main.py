@@ -14,10 +14,14 @@ import logging
 import random
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
+
+if TYPE_CHECKING:
+    from switch.dataplane import Dataplane
 
 log = logging.getLogger("switch")
 
@@ -88,6 +92,14 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
 
 
+def _stopper(dp: Dataplane) -> Callable[[int, FrameType | None], None]:
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: stopping", signum)
+        dp.stop()
+
+    return _stop
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -124,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         watcher = LinkWatcher()
         dp = Dataplane(pipeline, tm, ports, watcher)
+        # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
+        signal.signal(signal.SIGTERM, _stopper(dp))
+        signal.signal(signal.SIGINT, _stopper(dp))
         server = start_server(
             pipeline,
             args.grpc_addr,
@@ -144,13 +159,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 watcher.close()
         return 1
 
-    def _stop(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal %d: stopping", signum)
-        assert dp is not None
-        dp.stop()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     log.info(
         "ready: grpc %s (port %d), device %d, ports %s",
         args.grpc_addr,

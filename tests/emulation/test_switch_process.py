@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import signal
 import socket
 import subprocess
@@ -128,3 +129,47 @@ def test_bad_arguments_and_missing_interface_fail_with_a_message(lab: Lab, tmp_p
     )
     assert res.returncode == 1 and f"no interface {missing!r}" in res.stderr
     assert "start-up failed" in log.read_text()
+
+
+def test_ingress_shaping_and_seeded_random_loss(lab: Lab) -> None:
+    """Host-to-switch shaping happens at the switch; loss follows the seeded generator."""
+    ns = lab.namespace("h")
+    lab.wire("p1", "h1", None, ns)
+    lab.wire("p2", "h2", None, ns)
+    sw = lab.start_switch(
+        "s1",
+        {1: lab.ifname("p1"), 2: lab.ifname("p2")},
+        extra=["--ingress-link", "1:rate=2e4,qpkts=2", "--seed", "1234"],
+    )
+    with connect(sw) as client, grpc.insecure_channel(sw.address) as channel:
+        admin = pb_grpc.SwitchAdminStub(channel)
+        route(client, "fd00:0:0:2::", 64, 2)
+        # Ten 1000-byte frames reach a 20 kb/s ingress link at once: one is serialised, two
+        # wait, seven are dropped before the pipeline ever sees them.
+        sniffer = lab.sniff(ns, [lab.ifname("h2")])
+        lab.send(ns, lab.ifname("h1"), [mrc_frame(DST, psn=i, size=1000) for i in range(10)])
+        admin.SetLink(
+            pb.SetLinkRequest(
+                port=1, direction=pb.INGRESS, update=pb.LinkUpdate(rate_bps=0, qpkts=64)
+            )
+        )
+        lab.send(ns, lab.ifname("h1"), [mark_frame(DST)])
+        assert [psn_of(f) for _, _, f in sniffer.result().frames] == [0, 1, 2]
+        port1 = admin.GetPorts(pb.GetPortsRequest(ports=[1])).ports[0]
+        assert port1.rx_packets == 11 and port1.ingress.tail_drops == 7
+        assert port1.ingress.queues[0].max_depth_pkts >= 2  # the burst filled the queue
+        rx = client.read_counter("MrcIngress.rx_port_class")
+        assert sum(pkts for i, (pkts, _b) in rx.items() if i // 8 == 1) == 4  # 3 + the mark
+
+        # 40% loss on port 2's egress, drawn from random.Random(1234) once per frame sent.
+        loss = 0.4
+        admin.SetLink(pb.SetLinkRequest(port=2, update=pb.LinkUpdate(loss=loss)))
+        n = 60
+        frames = [mrc_frame(DST, psn=100 + i, size=200) for i in range(n)]
+        reference = random.Random(1234)
+        survivors = [100 + i for i in range(n) if not reference.random() < loss]
+        sniffer = lab.sniff(ns, [lab.ifname("h2")], count=len(survivors), marks=0)
+        lab.send(ns, lab.ifname("h1"), frames)
+        assert [psn_of(f) for _, _, f in sniffer.result().frames] == survivors
+        port2 = admin.GetPorts(pb.GetPortsRequest(ports=[2])).ports[0]
+        assert port2.egress.loss_drops == n - len(survivors)
