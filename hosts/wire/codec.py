@@ -22,7 +22,7 @@ from hosts.wire.enums import ICRC_LEN, Opcode
 from hosts.wire.errors import WireError
 from hosts.wire.headers import Bth
 from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
-from hosts.wire.stacks import HEADER_CLASSES, build_stacks
+from hosts.wire.stacks import HEADER_CLASSES, build_packet_stacks, build_stacks
 
 Buffer = bytes | bytearray | memoryview
 
@@ -40,7 +40,6 @@ _ETH_LEN = L.ETH.size
 _IP_LEN = L.IPV6.size
 _UDP_LEN = L.UDP.size
 _SRH_LEN = L.SRH.size
-_ZEROS = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
 
 # opcode -> (Opcode member, ((attr, size, unpack, pack, optional), ...), carries payload)
 _Step = tuple[str, int, Callable[..., Any], Callable[..., None], bool]
@@ -63,7 +62,6 @@ _OPINFO: dict[int, tuple[Opcode, tuple[_Step, ...], bool]] = {
 }
 
 _unpack_bth = BTH_CODEC.unpack
-_pack_bth = BTH_CODEC.pack
 _unpack_ipv6 = IPV6_CODEC.unpack
 _pack_ipv6 = IPV6_CODEC.pack
 _unpack_eth = ETH_CODEC.unpack
@@ -100,39 +98,21 @@ def encode_packet(pkt: MrcPacket, buf: bytearray | memoryview, offset: int = 0) 
     is too small.
     """
     bth = pkt.bth
-    _, steps, has_payload = _opinfo(bth.opcode, offset)
     tsh = pkt.tseth is not None
-    payload = pkt.payload
-    plen = len(payload) if has_payload else 0
-    pad = -plen & 3
-    if bth.pad != pad or bth.tsh != tsh:
-        bth.pad = pad
-        bth.tsh = tsh
-    off = offset + _BTH_LEN
-    end = off + plen + pad
-    for _a, size, _u, _p, _o in steps:
-        end += size
-    if not tsh and has_payload:
-        end -= L.TSETH.size
-    if end > len(buf):
-        raise WireError(f"buffer too small: need {end} bytes, have {len(buf)}", offset)
-    _pack_bth(buf, offset, bth)
-    for attr, size, _u, pack, optional in steps:
-        h = getattr(pkt, attr)
-        if h is None:
-            if optional:
-                continue
-            raise WireError(f"{Opcode(bth.opcode).name} needs {attr.upper()}", off)
-        pack(buf, off, h)
-        off += size
-    if plen:
-        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-        mv[off : off + plen] = payload
-        off += plen
-    if pad:
-        buf[off : off + pad] = _ZEROS[pad]
-        off += pad
-    return off
+    stack = _PACKET_STACKS.get((bth.opcode << 1) | tsh)
+    if stack is None:
+        if tsh and (bth.opcode & 0xFF) in _OPINFO:
+            raise WireError(f"{Opcode(bth.opcode).name} cannot carry a TSETH", offset)
+        raise WireError(f"unknown MRC opcode {bth.opcode:#04x}", offset)
+    mv = buf if type(buf) is memoryview else memoryview(buf)
+    try:
+        return stack.encode(buf, mv, offset, pkt, tsh)
+    except AttributeError as exc:  # a required extension header is None
+        raise WireError(f"{stack.op.name} is missing a header ({exc})", offset) from None
+    except (struct.error, TypeError, ValueError) as exc:
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"cannot encode packet: {exc}", offset) from None
 
 
 def _decode_headers(data: Buffer, offset: int, limit: int) -> tuple[MrcPacket, int, bool]:
@@ -162,13 +142,18 @@ def decode_packet(data: Buffer, offset: int = 0, end: int | None = None) -> MrcP
 
     The payload is a memoryview slice of ``data``.
     """
-    data = data if type(data) is memoryview and data.itemsize == 1 else _as_view(data)
-    if end is None or end > len(data):
-        end = len(data)
+    mv = data if type(data) is memoryview and data.itemsize == 1 else _as_view(data)
+    n = len(mv)
+    if end is None or end > n:
+        end = n
     if offset < 0 or end < 0:
         raise WireError("negative offset", 0)
-    pkt, off, has_payload = _decode_headers(data, offset, end)
-    _finish_payload(pkt, data, off, end, has_payload)
+    if end - offset >= _BTH_LEN:
+        stack = _PACKET_STACKS.get((mv[offset] << 1) | (mv[offset + 8] & _TSH_BIT != 0))
+        if stack is not None and offset + stack.size <= end:
+            return stack.decode(mv, offset, end)
+    pkt, off, has_payload = _decode_headers(mv, offset, end)  # raises the precise error
+    _finish_payload(pkt, mv, off, end, has_payload)
     return pkt
 
 
@@ -186,6 +171,7 @@ def _finish_payload(pkt: MrcPacket, data: Buffer, off: int, end: int, has_payloa
 
 
 # ------------------------------------------------------------------ frames
+_PACKET_STACKS = build_packet_stacks()  # BTH | ... (no network headers, no ICRC)
 _ETH_STACKS = build_stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
 _INNER_STACKS = build_stacks(False)  # SRv6: inner IPv6 | UDP | BTH | ... after the outer part
 _TSH_BIT = 0x10  # BTH byte 8

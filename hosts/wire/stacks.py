@@ -323,3 +323,106 @@ def build_stacks(with_eth: bool) -> dict[int, Stack]:
         for tsh in (0, 1)
         if tsh == 0 or op in L.PAYLOAD_OPCODES
     }
+
+
+class PacketStack:
+    """Generated functions of the MRC part alone (BTH + extension headers, no ICRC).
+
+    ``decode(mv, start, end) -> MrcPacket`` (caller guarantees ``start + size <= end``) and
+    ``encode(buf, mv, start, pkt, tsh) -> end``; both raise WireError.
+    """
+
+    __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
+
+    def __init__(self, op: Opcode, tsh: bool) -> None:
+        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
+        plan = plan_stack([("bth", L.BTH), *((a, L.MRC_HEADERS[a]) for a in attrs)])
+        self.op = op
+        self.size = plan.size
+        self.has_payload = op in L.PAYLOAD_OPCODES
+        x = plan.extract
+        lines = [
+            "def decode(mv, start, end, _u=_st.unpack_from):",
+            f"    {plan.word_vars} = _u(mv, start)",
+            f"    hdr_end = start + {plan.size}",
+        ]
+        lines += _build_object("bth", "_Bth", [f.name for f in L.BTH.fields], x, {"opcode": "_op"})
+        for a in attrs:
+            lines += _build_object(a, f"_{a}", [f.name for f in L.MRC_HEADERS[a].fields], x, {})
+        lines.append("    pkt = _new(_Pkt)")
+        for slot in (f.name for f in dataclass_fields(MrcPacket)):
+            if slot not in ("payload", "trimmed"):
+                value = "bth" if slot == "bth" else slot if slot in attrs else "None"
+                lines.append(f"    pkt.{slot} = {value}")
+        lines.append("    pkt.trimmed = False")
+        if self.has_payload:
+            lines += [
+                "    pad = bth.pad",
+                "    if end - hdr_end < pad:",
+                '        raise _E(f"pad count {pad} exceeds the {end - hdr_end} payload bytes", hdr_end)',
+                "    pkt.payload = mv[hdr_end : end - pad]",
+            ]
+        else:
+            lines += [
+                "    if end != hdr_end:",
+                f'        raise _E(f"{{end - hdr_end}} unexpected bytes after {op.name} headers", hdr_end)',
+                '    pkt.payload = b""',
+            ]
+        lines += [
+            "    return pkt",
+            "def encode(buf, mv, start, pkt, tsh, _p=_st.pack_into):",
+            "    bth = pkt.bth",
+            *(f"    {a} = pkt.{a}" for a in attrs),
+        ]
+        if self.has_payload:
+            lines += [
+                "    payload = pkt.payload",
+                "    plen = len(payload)",
+                "    pad = -plen & 3",
+            ]
+        else:
+            lines += ["    plen = pad = 0"]
+        lines += [
+            "    if bth.pad != pad or bth.tsh != tsh:",
+            "        bth.pad = pad",
+            "        bth.tsh = tsh",
+            f"    hdr_end = start + {plan.size}",
+            "    end = hdr_end + plen + pad",
+            "    if end > len(mv):",
+            '        raise _E(f"buffer too small: need {end} bytes, have {len(mv)}", start)',
+            f"    _p(buf, start, {', '.join(plan.insert(lambda q: q))})",
+        ]
+        if self.has_payload:
+            lines += [
+                "    if plen:",
+                "        mv[hdr_end : hdr_end + plen] = payload",
+                "    if pad:",
+                "        mv[hdr_end + plen : end] = _ZEROS[pad]",
+            ]
+        lines.append("    return end")
+        src = "\n".join(lines) + "\n"
+        ns = generate(
+            src,
+            f"packet {op.name}{' tseth' if tsh else ''}",
+            _st=plan.struct,
+            _op=op,
+            _new=object.__new__,
+            _Bth=Bth,
+            _Pkt=MrcPacket,
+            _E=WireError,
+            _ZEROS=(b"", b"\x00", b"\x00\x00", b"\x00\x00\x00"),
+            **{f"_{a}": HEADER_CLASSES[a] for a in attrs},
+        )
+        self.decode: Callable[..., MrcPacket] = ns["decode"]
+        self.encode: Callable[..., int] = ns["encode"]
+        self.source = src
+
+
+def build_packet_stacks() -> dict[int, PacketStack]:
+    """MRC-only stacks keyed by ``opcode << 1 | tsh``."""
+    return {
+        (int(op) << 1) | tsh: PacketStack(op, bool(tsh))
+        for op in L.OPCODE_HEADERS
+        for tsh in (0, 1)
+        if tsh == 0 or op in L.PAYLOAD_OPCODES
+    }
