@@ -63,7 +63,12 @@ class Dataplane:
         self.counters = {n: PortCounters() for n in ports}
         self.carrier = {n: oper_up(p.ifname) for n, p in ports.items()}
         self.captures: dict[int, PcapWriter] = {}
-        self.misc: dict[str, int] = {"no_such_port_drops": 0, "rx_errors": 0, "commands": 0}
+        self.misc: dict[str, int] = {
+            "no_such_port_drops": 0,
+            "rx_errors": 0,
+            "pipeline_errors": 0,
+            "commands": 0,
+        }
         self.port_status_hooks: list[PortStatusHook] = []
         self._by_ifindex = {p.ifindex: n for n, p in ports.items()}
         self._commands: queue.SimpleQueue[tuple[Callable[[], object], Future[object]]] = (
@@ -232,7 +237,10 @@ class Dataplane:
                         if fd == wake_fd:
                             self._run_commands()
                         elif fd == watcher_fd:
-                            self._link_changes()
+                            try:
+                                self._link_changes()
+                            except OSError:
+                                log.exception("reading link changes failed")
                         continue
                     port, sock = entry
                     pc = counters[port]
@@ -254,7 +262,12 @@ class Dataplane:
                         pc.rx_bytes += len(data)
                         if cap is not None and cap.rx:
                             cap.write(data)
-                        for eg in pipeline_process(data, port, now, qdepth):
+                        try:
+                            egress_packets = pipeline_process(data, port, now, qdepth)
+                        except Exception:
+                            self._pipeline_failed(port)
+                            continue
+                        for eg in egress_packets:
                             out = eg.port
                             sh = egress_get(out)
                             if sh is None:
@@ -298,12 +311,24 @@ class Dataplane:
     def _process(self, data: bytes, port: int, now: float) -> None:
         """Pipeline, then into the egress queue (frames delivered by an ingress shaper)."""
         egress = self.tm.egress
-        for eg in self.pipeline.process(data, port, now, self.tm.qdepth):
+        try:
+            egress_packets = self.pipeline.process(data, port, now, self.tm.qdepth)
+        except Exception:
+            self._pipeline_failed(port)
+            return
+        for eg in egress_packets:
             sh = egress.get(eg.port)
             if sh is None:
                 self.misc["no_such_port_drops"] += 1
             else:
                 sh.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
+
+    def _pipeline_failed(self, port: int) -> None:
+        """A bug in the pipeline must cost one frame, never the switch: count, log rarely."""
+        self.misc["pipeline_errors"] += 1
+        n = self.misc["pipeline_errors"]
+        if n & (n - 1) == 0:  # 1st, 2nd, 4th, 8th, ... occurrence
+            log.exception("pipeline failed on a frame from port %d (%d so far)", port, n)
 
     def _receive_shaped(
         self,

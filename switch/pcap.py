@@ -32,6 +32,7 @@ class PcapWriter:
         self.rx = direction in ("both", "rx")
         self.tx = direction in ("both", "tx")
         self.packets = 0
+        self.error = ""
         self._file: BinaryIO | None = open(path, "wb")  # noqa: SIM115
         self._file.write(_FILE_HDR.pack(PCAP_MAGIC_NS, 2, 4, 0, 0, snaplen, LINKTYPE_ETHERNET))
 
@@ -41,8 +42,14 @@ class PcapWriter:
             return
         ns = time.time_ns()
         caplen = min(len(frame), self.snaplen)
-        f.write(_REC_HDR.pack(ns // 1_000_000_000, ns % 1_000_000_000, caplen, len(frame)))
-        f.write(frame[:caplen])
+        try:
+            f.write(_REC_HDR.pack(ns // 1_000_000_000, ns % 1_000_000_000, caplen, len(frame)))
+            f.write(frame[:caplen])
+        except OSError as exc:
+            # Disk full or similar: the capture ends, forwarding goes on.
+            self.error = str(exc)
+            self.close()
+            return
         self.packets += 1
 
     def close(self) -> None:
