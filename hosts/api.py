@@ -334,6 +334,7 @@ class QP:
             return
         self.ctx._call(self.ctx._core.destroy_qp, self.qpn)
         self.destroyed = True
+        self.ctx.agent.track_qp(self.qpn, False)
         self.init_attr.send_cq.qp_refs -= 1
         self.init_attr.recv_cq.qp_refs -= 1
         self.ctx._qps.pop(self.qpn, None)
@@ -448,6 +449,7 @@ class Context:
         qpn = self._call(self._core.create_qp, init.qp_type, init.send_cq.cq_id,
                          init.recv_cq.cq_id, init.max_send_wr, init.max_recv_wr)
         qp = QP(self, qpn, init)
+        self.agent.track_qp(qpn)
         init.send_cq.qp_refs += 1
         init.recv_cq.qp_refs += 1
         self._qps[qpn] = qp

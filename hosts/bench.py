@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per case (median reported)")
     parser.add_argument("--qp-type", choices=("MRC", "RC"), default="MRC")
     parser.add_argument("--mpr", type=int, default=8, help="MPR in units of 128 PSNs")
-    parser.add_argument("--cc-window", type=int, default=1 << 30,
-                        help="bytes in flight of the fixed-window CC (default: unbounded)")
+    parser.add_argument("--cc-window", type=int, default=256 << 10,
+                        help="bytes in flight per QP of the fixed-window CC (default 256 KiB: "
+                             "without NSCC an unbounded window only builds queues)")
     parser.add_argument("--trim-at", type=int, default=32,
                         help="switch trims trimmable packets at this queue depth (0: never)")
     parser.add_argument("--qpkts", type=int, default=64,

@@ -45,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     from hosts.api import open_device
 
     agent = Agent(config)
+    from hosts.agent.ctl_link import CtlLinkError, start_from_config_file
+    try:
+        ctl = start_from_config_file(agent, args.config)  # controller registration, if configured
+    except CtlLinkError as exc:
+        print(f"agent: {exc}", file=sys.stderr)
+        agent.close()
+        return 2
     statuses: dict[int, int] = {}
     remaining = [len(apps)]
     lock = threading.Lock()
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         agent.run()
     finally:
+        if ctl is not None:
+            ctl.close()
         agent.stop()
     for i, (app, _fn) in enumerate(apps):
         print(f"app {app.target}: exit {statuses.get(i, 'not finished')}", flush=True)

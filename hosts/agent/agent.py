@@ -79,6 +79,7 @@ class Agent:
             QlogWriter(config.qlog_dir, config.name, self.t0) if config.qlog_dir else None
         )
         self._handlers: list[EventHandler] = []
+        self.tracked_qps: set[int] = set()
         self._wake_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -113,6 +114,13 @@ class Agent:
                     self.core.port_status(i, False, now)
 
     # -- integration points for the API layer -----------------------------------------
+    def track_qp(self, qpn: int, tracked: bool = True) -> None:
+        """Include (or stop including) QP ``qpn`` in the periodic ``mrc:qp_metrics`` records."""
+        if tracked:
+            self.tracked_qps.add(qpn)
+        else:
+            self.tracked_qps.discard(qpn)
+
     def add_handler(self, handler: EventHandler) -> None:
         """Receive every core event (Completion, AsyncEvent, ...) on the loop thread."""
         self._handlers.append(handler)
@@ -382,9 +390,19 @@ class Agent:
             "timer_stalls": self.timer_stalls,
         }
         stats = getattr(self.core, "stats", None)
-        if callable(stats):
-            data["core"] = stats()
+        if isinstance(stats, dict):
+            data["core"] = dict(stats)
         self.qlog.event(None, "mrc:metrics_sampled", data, now)
+        qp_stats = getattr(self.core, "qp_stats", None)
+        qp_rtt = getattr(self.core, "qp_rtt", None)
+        for qpn in sorted(self.tracked_qps):
+            try:
+                qdata: dict[str, Any] = dict(qp_stats(qpn)) if callable(qp_stats) else {}
+                if callable(qp_rtt):
+                    qdata["srtt"] = qp_rtt(qpn)
+            except Exception:  # the QP went away between tracking and sampling
+                continue
+            self.qlog.event(qpn, "mrc:qp_metrics", qdata, now)
         self.qlog.flush()
 
 

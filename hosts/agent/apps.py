@@ -2,7 +2,9 @@
 
 Both use only the public API (hosts.api). Connection setup is out of band, as in MRC: each
 side writes ``OOB_DIR/NAME.json`` ({qpn, gids, addr, rkey, length}) atomically and waits for
-its peer's file. The writer moves ``size`` bytes generated from ``seed`` in WRs of ``chunk``
+its peer's file; once connected, the sink writes ``NAME-ready.json`` and the writer waits
+for it before posting (data reaching a QP that is not yet RTR would be dropped). The writer
+moves ``size`` bytes generated from ``seed`` in WRs of ``chunk``
 bytes with up to ``depth`` outstanding; the last WR is a WriteImm, whose receive completion
 tells the sink the data is complete. Each side writes a JSON result file:
 
@@ -106,6 +108,7 @@ def sink(ctx: Context, args: dict[str, Any]) -> int:
     peer = _await_peer(oob, str(args["peer"]), timeout)
     connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
                _qp_attr(args))
+    _publish(oob, f"{args['name']}-ready", {"qpn": qp.qpn})  # the writer may start now
     start = time.monotonic()
     wcs = cq.wait(1, timeout)
     elapsed = time.monotonic() - start
@@ -131,6 +134,8 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
         return 1
     connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
                _qp_attr(args))
+    # Data sent before the sink's QP is in RTR would be dropped (and cost a timeout).
+    _await_peer(oob, f"{args['peer']}-ready", timeout)
     offsets = list(range(0, size, chunk))
     posted = done = 0
     errors: list[str] = []
