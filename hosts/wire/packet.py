@@ -69,6 +69,12 @@ class Srv6Outer:
     flow_label: int = 0
     hop_limit: int = 64
 
+    def __post_init__(self) -> None:
+        _check_len("srv6.src", self.src, 16)
+        _check_len("srv6.dst", self.dst, 16)
+        for seg in self.segments:
+            _check_len("SRH segment", seg, 16)
+
 
 @dataclass(slots=True)
 class Frame:
@@ -90,10 +96,23 @@ class Frame:
     udp_dport: int = ROCEV2_UDP_PORT
     srv6: Srv6Outer | None = None
 
+    def __post_init__(self) -> None:
+        # Construction-time check only: decoded frames are built field by field (always the
+        # right lengths) and the hot path does not re-check mutated fields.
+        _check_len("eth_dst", self.eth_dst, 6)
+        _check_len("eth_src", self.eth_src, 6)
+        _check_len("ip_src", self.ip_src, 16)
+        _check_len("ip_dst", self.ip_dst, 16)
+
     @property
     def ce(self) -> bool:
         """Congestion Experienced on the inner or (SRv6) outer header."""
         return self.ecn == 3 or (self.srv6 is not None and self.srv6.ecn == 3)
+
+
+def _check_len(name: str, value: bytes, size: int) -> None:
+    if len(value) != size:
+        raise ValueError(f"{name} must be {size} bytes, got {len(value)}")
 
 
 def mac(text: str) -> bytes:

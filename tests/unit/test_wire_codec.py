@@ -314,3 +314,14 @@ def test_whole_stack_and_per_header_decoders_agree(index: int) -> None:
     assert bytes(fast.payload) == bytes(slow.payload)
     fast.payload = slow.payload = b""
     assert fast == slow
+
+
+def test_frame_rejects_wrong_address_lengths() -> None:
+    from hosts.wire import Srv6Outer
+
+    with pytest.raises(ValueError, match="ip_dst"):
+        Frame(ip_dst=bytes(4))
+    with pytest.raises(ValueError, match="eth_src"):
+        Frame(eth_src=bytes(5))
+    with pytest.raises(ValueError, match="segment"):
+        Srv6Outer(src=bytes(16), dst=bytes(16), segments=(bytes(15),))
