@@ -48,6 +48,7 @@ s.bind((name, 0))
 send = s.send
 print("ready", flush=True)
 sent = 0
+began = time.monotonic()
 if mode == "flood":  # a = seconds
     deadline = time.monotonic() + a
     while time.monotonic() < deadline:
@@ -71,7 +72,7 @@ else:  # paced: a = packets per second, b = packets
         left = start + sent * gap - time.monotonic()
         if left > 0:
             time.sleep(left)
-print("sent", sent, flush=True)
+print("sent", sent, time.monotonic() - began, flush=True)
 """
 
 _SINK = r"""
@@ -132,6 +133,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate-payload", type=int, default=8192, help="payload bytes of the rate-test frames"
     )
+    parser.add_argument(
+        "--gen-nice", type=int, default=0, help="nice value of the flood generator process"
+    )
 
 
 def mrc_frame(dst: bytes, payload: int = PAYLOAD) -> bytes:
@@ -168,7 +172,7 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def measure(
-    seconds: float, rounds: int, rate_seconds: float, rate_payload: int = 8192
+    seconds: float, rounds: int, rate_seconds: float, rate_payload: int = 8192, gen_nice: int = 0
 ) -> dict[str, Any]:
     import ipaddress
 
@@ -239,10 +243,15 @@ def measure(
 
             # -- throughput ---------------------------------------------------------------
             flood = seconds * rounds + 1.0
-            # The generator runs niced: on a shared 2-core machine the switch, not the
-            # generator, should win the CPU (the socket buffer absorbs the difference).
             gen = spawn(
-                "flood", _GENERATOR, gen_if, str(frame_path), "flood", str(flood), "0", nice=10
+                "flood",
+                _GENERATOR,
+                gen_if,
+                str(frame_path),
+                "flood",
+                str(flood),
+                "0",
+                nice=gen_nice,
             )
             time.sleep(0.5)  # warm-up: the switch's queue and caches fill
             windows = []
@@ -253,6 +262,11 @@ def measure(
                 windows.append(((p1 - p0) / (t1 - t0), (p1 - p0) / max(c1 - c0, 1e-3)))
             gen.popen.wait(flood + 30)
             _wait_idle(tx_packets)
+            sent_line = (workdir / "flood.log").read_text().split()
+            if "sent" in sent_line:
+                i = sent_line.index("sent")
+                gen_rate = int(sent_line[i + 1]) / float(sent_line[i + 2])
+                result["generator_packets_per_s"] = round(gen_rate)
             best = max(windows)
             result["packets_per_s"] = round(best[0])
             result["packets_per_cpu_s"] = round(best[1])
@@ -313,7 +327,9 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("mrcnet bench switch: needs root (network namespaces, raw sockets)", file=sys.stderr)
         return 2
-    figures = measure(args.seconds, args.rounds, args.rate_seconds, args.rate_payload)
+    figures = measure(
+        args.seconds, args.rounds, args.rate_seconds, args.rate_payload, args.gen_nice
+    )
     if args.json:
         print(json.dumps(figures))
     else:
