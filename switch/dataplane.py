@@ -16,6 +16,7 @@ import os
 import queue
 import select
 import socket
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -79,6 +80,7 @@ class Dataplane:
         os.set_blocking(self._wake_w, False)
         self._stopping = False
         self._running = False
+        self._direct = threading.Lock()  # a direct call() and the loop's start exclude each other
         self._closed = False
         for n in ports:
             self.pipeline.set_port_oper_status(n, self.oper(n))
@@ -127,8 +129,9 @@ class Dataplane:
 
     def call(self, fn: Callable[[], T], timeout: float = 5.0) -> T:
         """Run ``fn`` in the data-plane thread and return its result (or raise its error)."""
-        if not self._running:
-            return fn()  # loop not running (tests, start-up): nothing to race with
+        with self._direct:
+            if not self._running:
+                return fn()  # loop not running (start-up, shutdown, tests): no race
         fut: Future[object] = Future()
         self._commands.put((fn, fut))
         self.wake()
@@ -203,7 +206,8 @@ class Dataplane:
         socks = {n: p.sock for n, p in ports.items()}
         tx: list[tuple[int, bytes]] = []
         rx: list[tuple[int, bytes]] = []
-        self._running = True
+        with self._direct:
+            self._running = True
         log.info("data plane running on %d ports", len(ports))
         try:
             while not self._stopping:
@@ -279,7 +283,7 @@ class Dataplane:
                                 sh.direct
                                 and not sh.backlog
                                 and not sh.inflight
-                                and prio < sh.nqueues
+                                and 0 <= prio < sh.nqueues
                             ):
                                 size = len(frame)
                                 st = sh.stats
