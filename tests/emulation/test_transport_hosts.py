@@ -140,3 +140,16 @@ def test_library_use_write_imm_survives_link_flap(run_prefix: str, tmp_path: Pat
     _, events = read_qlog(tmp_path / "qlog" / "h1-agent.qlog.jsonl")
     states = [e["data"]["up"] for e in events if e["name"] == "mrc:port_status"]
     assert states == [False, True]
+
+
+def test_agent_process_without_apps_runs_until_sigterm(run_prefix: str, tmp_path: Path) -> None:
+    from hosts.agent.harness import spawn_agent
+
+    with NetKit(run_prefix) as kit:
+        h1, _h2 = direct_pair(kit)
+        proc = spawn_agent(kit, h1, tmp_path, h1.config(qlog_dir=str(tmp_path / "q")))
+        assert proc.alive()
+        proc.stop(timeout=10)  # SIGTERM to the process group
+        assert proc.popen.returncode == 0
+    _, events = read_qlog(tmp_path / "q" / "h1-agent.qlog.jsonl")
+    assert events[-1]["name"] == "mrc:metrics_sampled"  # the final sample on a clean stop
