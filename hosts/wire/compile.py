@@ -55,10 +55,24 @@ class Plan:
         return [self.insert_word(w, source) for w in self.words]
 
     def insert_word(
-        self, w: Word, source: Callable[[str], str], omit: frozenset[str] = frozenset()
+        self,
+        w: Word,
+        source: Callable[[str], str],
+        omit: frozenset[str] = frozenset(),
+        unchecked: bool = False,
     ) -> str:
-        """Expression of one word, leaving out the fields named in ``omit`` (zero bits)."""
-        parts = [_insert(source(q), w, f) for q, f in w.fields if q not in omit]
+        """Expression of one word, leaving out the fields named in ``omit`` (zero bits).
+
+        ``unchecked`` leaves the mask off the unsigned field in the word's top bits: a value
+        out of range then overflows the whole word, which struct rejects (struct.error), so
+        the caller can retry with the masked expression. Lower fields keep their masks (they
+        could otherwise spill silently into the field above).
+        """
+        parts = [
+            _insert(source(q), w, f, unchecked and f.kind in "uf" and _is_top(w, f))
+            for q, f in w.fields
+            if q not in omit
+        ]
         return " | ".join(parts) if parts else "0"
 
 
@@ -153,13 +167,18 @@ def _extract(var: str, w: Word, f: Field) -> str:
     return expr
 
 
-def _insert(value: str, w: Word, f: Field) -> str:
+def _insert(value: str, w: Word, f: Field, unmasked: bool = False) -> str:
     if f.kind == "b":
         return value
     shift = (w.start - w.base + w.size) * 8 - f.end
     mask = (1 << f.width) - 1
-    expr = f"({value} & {mask:#x})"
+    expr = value if unmasked else f"({value} & {mask:#x})"
     return expr if shift == 0 else f"({expr} << {shift})"
+
+
+def _is_top(w: Word, f: Field) -> bool:
+    """True if ``f`` holds the most significant bits of word ``w``."""
+    return f.start == (w.start - w.base) * 8
 
 
 def plan_stack(parts: Sequence[tuple[str, Layout]]) -> Plan:

@@ -217,12 +217,15 @@ class Stack:
         # all ones, the CRC runs over the buffer, then the words holding variant bits are
         # rewritten with their real values (no scratch copy of the masked header).
         masks = _variant_word_masks(plan.words, ip_at)
-        packed = [
-            f"{plan.insert_word(w, source_of, _VARIANT)} | {masks[i]:#x}"
-            if masks[i]
-            else plan.insert_word(w, source_of)
-            for i, w in enumerate(plan.words)
-        ]
+        packed, packed_fast = (
+            [
+                f"{plan.insert_word(w, source_of, _VARIANT, fast)} | {masks[i]:#x}"
+                if masks[i]
+                else plan.insert_word(w, source_of, unchecked=fast)
+                for i, w in enumerate(plan.words)
+            ]
+            for fast in (False, True)
+        )
         patches = []
         for i, w in enumerate(plan.words):
             if masks[i]:
@@ -237,7 +240,10 @@ class Stack:
             '        raise _E(f"buffer too small: need {total} bytes, have {len(mv)}", start)',
             f"    ip_off = start + {ip_at}",
             f"    ulen = total - ip_off - {_IP}",
-            f"    _p(buf, start, {', '.join(packed)})",
+            "    try:",
+            f"        _p(buf, start, {', '.join(packed_fast)})",
+            "    except _StructError:  # a value out of range: write it modulo 2**width",
+            f"        _p(buf, start, {', '.join(packed)})",
         ]
         if self.has_payload:
             lines += [
@@ -268,6 +274,7 @@ class Stack:
             _pack_icrc=_PACK_ICRC,
             _ZEROS=(b"", b"\x00", b"\x00\x00", b"\x00\x00\x00"),
             _crc32=crc32,
+            _StructError=struct.error,
             _SEED=ICRC_SEED,
             _pw_H=struct.Struct("!H").pack_into,
             _pw_I=struct.Struct("!I").pack_into,
@@ -390,7 +397,10 @@ class PacketStack:
             "    end = hdr_end + plen + pad",
             "    if end > len(mv):",
             '        raise _E(f"buffer too small: need {end} bytes, have {len(mv)}", start)',
-            f"    _p(buf, start, {', '.join(plan.insert(lambda q: q))})",
+            "    try:",
+            f"        _p(buf, start, {', '.join(plan.insert_word(w, _same, unchecked=True) for w in plan.words)})",
+            "    except _StructError:  # a value out of range: write it modulo 2**width",
+            f"        _p(buf, start, {', '.join(plan.insert(_same))})",
         ]
         if self.has_payload:
             lines += [
@@ -410,12 +420,17 @@ class PacketStack:
             _Bth=Bth,
             _Pkt=MrcPacket,
             _E=WireError,
+            _StructError=struct.error,
             _ZEROS=(b"", b"\x00", b"\x00\x00", b"\x00\x00\x00"),
             **{f"_{a}": HEADER_CLASSES[a] for a in attrs},
         )
         self.decode: Callable[..., MrcPacket] = ns["decode"]
         self.encode: Callable[..., int] = ns["encode"]
         self.source = src
+
+
+def _same(q: str) -> str:
+    return q
 
 
 def build_packet_stacks() -> dict[int, PacketStack]:

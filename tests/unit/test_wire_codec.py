@@ -325,3 +325,46 @@ def test_frame_rejects_wrong_address_lengths() -> None:
         Frame(eth_src=bytes(5))
     with pytest.raises(ValueError, match="segment"):
         Srv6Outer(src=bytes(16), dst=bytes(16), segments=(bytes(15),))
+
+
+def test_out_of_range_values_wrap_in_every_word_position() -> None:
+    """Top-of-word fields take the unmasked fast path; out-of-range values fall back to masks."""
+    from hosts.wire import CcState
+
+    sack = MrcPacket(
+        Bth(opcode=Opcode.SACK, se=2, ack_req=3, pkey=-1, psn=-1),  # type: ignore[arg-type]
+        seth=Seth(
+            entropy=(1 << 32) + 7,
+            src_id=-2,
+            cack_psn=(1 << 24) + 9,
+            bitmap=(1 << 64) + 3,
+            mpr=256 + 4,
+        ),
+        cc_state=CcState(tx_timestamp=(1 << 16) + 1, restore=3, rcv_cwnd_pen=128 + 5),  # type: ignore[arg-type]
+    )
+    write = MrcPacket(
+        Bth(opcode=Opcode.WRITE_ONLY, pkey=-1, psn=-1),
+        meth=Meth(rqmsn=-1, msn=(1 << 16) + 2),
+        reth=Reth(va=(1 << 64) + 1, rkey=-1, dma_len=4),
+        payload=b"abcd",
+    )
+    for pkt in (sack, write):
+        for decoded in (decode_frame(build_frame(plain_frame(udp_sport=(1 << 16) + 3), pkt))[1],):
+            assert decoded.bth.pkey == 0xFFFF and decoded.bth.psn == 0xFFFFFF
+            if decoded.seth is not None:
+                assert decoded.bth.se is False and decoded.bth.ack_req is True
+                assert decoded.seth.entropy == 7 and decoded.seth.src_id == 0xFFFE
+                assert (
+                    decoded.seth.cack_psn == 9
+                    and decoded.seth.bitmap == 3
+                    and decoded.seth.mpr == 4
+                )
+                assert decoded.cc_state is not None and decoded.cc_state.tx_timestamp == 1
+                assert decoded.cc_state.restore and decoded.cc_state.rcv_cwnd_pen == 5
+            else:
+                assert decoded.meth == Meth(rqmsn=0xFFFF, msn=2)
+                assert decoded.reth == Reth(va=1, rkey=0xFFFFFFFF, dma_len=4)
+        buf = bytearray(packet_len(pkt))
+        end = encode_packet(pkt, buf)
+        again = decode_packet(buf, 0, end)
+        assert again.bth.pkey == 0xFFFF
