@@ -153,3 +153,26 @@ def test_agent_process_without_apps_runs_until_sigterm(run_prefix: str, tmp_path
         assert proc.popen.returncode == 0
     _, events = read_qlog(tmp_path / "q" / "h1-agent.qlog.jsonl")
     assert events[-1]["name"] == "mrc:metrics_sampled"  # the final sample on a clean stop
+
+
+@pytest.mark.parametrize("ev_mode", ["structured", "srv6"])
+def test_path_modes_host_to_host(run_prefix: str, tmp_path: Path, ev_mode: str) -> None:
+    """The EV travels in the flow label (structured) or an SRv6 uSID container is the outer
+    destination (srv6); the receiving agent reads the inner header either way."""
+    from hosts.agent.harness import host_gid
+
+    size = 4 * MiB
+    tmpl = {"block": "0xfc000000", "slots": [{"base": 0x100, "ev_shift": 0, "ev_width": 4}]}
+    extra: dict[str, object] = {"ev_mode": ev_mode}
+    if ev_mode == "srv6":
+        extra["srv6_templates"] = {host_gid(1, 0): tmpl, host_gid(2, 0): tmpl}
+    with NetKit(run_prefix) as kit:
+        h1, h2 = direct_pair(kit)
+        res = run_transfer(kit, h1, h2, tmp_path, size, seed=3, timeout=60, agent_extra=extra)
+    assert res.writer.get("errors") == [], res.writer
+    assert res.sink["sha256"] == hashlib.sha256(pattern(size, 3)).hexdigest()
+    assert res.qlog_dir is not None
+    for host in ("h1", "h2"):
+        _, events = read_qlog(res.qlog_dir / f"{host}-agent.qlog.jsonl")
+        last = [e["data"] for e in events if e["name"] == "mrc:metrics_sampled"][-1]
+        assert last["rx_drops"] == {"malformed": 0, "not_for_us": 0, "not_mrc": 0}
