@@ -116,6 +116,7 @@ def _layout_words(layout: Layout, base: int, prefix: str) -> list[Word]:
                 end += 1
             elif (
                 prev is not None
+                and prev.base == base  # never merge across two headers
                 and prev.start + prev.size == base + start
                 and prev.code in "BHI"
                 and base + end - prev.start <= 8
