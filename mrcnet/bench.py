@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "codec": ("hosts.wire.bench", "encode+decode of 4096-byte Write packets"),
     "switch": ("switch.bench", "embedded switch throughput and link-rate accuracy"),
     "transport": ("hosts.bench", "single-QP goodput through one embedded switch"),
+    "transport-core": ("hosts.transport.bench", "sans-I/O core: CPU cost, MRC vs RC under loss"),
     "harvest": ("controller.harvest.bench", "schedule synthesis time"),
     "failover": ("mrcnet.bench_failover", "goodput around a spine link failure, MRC vs RC"),
     "spray": ("mrcnet.bench_spray", "permutation goodput, MRC spraying vs ECMP"),

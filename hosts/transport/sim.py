@@ -41,7 +41,8 @@ class LinkModel:
     ``control_too``; ``rate`` in bytes/s (0: infinite) serialises packets per plane."""
 
     delay: float = 5e-6
-    jitter: float = 0.0
+    jitter: float = 0.0  # per-packet random extra delay (reorders even within one path)
+    path_skew: float = 0.0  # per-path (src, port, EV) fixed extra delay: FIFO per path
     loss: float = 0.0
     dup: float = 0.0
     trim: float = 0.0
@@ -78,6 +79,7 @@ class Network:
         self._heap: list[_Arrival] = []
         self._seq = 0
         self._busy: dict[tuple[int, int, bool], float] = {}
+        self._skew: dict[tuple[int, int, int], float] = {}
         self._gid: dict[bytes, tuple[int, int]] = {}
         for h, host in enumerate(hosts):
             for p, port in enumerate(host.config.ports):
@@ -140,8 +142,15 @@ class Network:
         copies = 2 if verdict == DUP else 1
         if verdict == DUP:
             self._count("duplicated")
+        base = start + m.delay
+        if m.path_skew:
+            key3 = (src, tx.port, tx.ev)
+            skew = self._skew.get(key3)
+            if skew is None:
+                skew = self._skew[key3] = self.rng.random() * m.path_skew
+            base += skew
         for _ in range(copies):
-            t = start + m.delay + (self.rng.random() * m.jitter if m.jitter else 0.0)
+            t = base + (self.rng.random() * m.jitter if m.jitter else 0.0)
             meta = RxMeta(
                 port=tx.port,
                 src_gid=self.hosts[src].config.ports[tx.port].gid,
