@@ -136,6 +136,7 @@ class Shaper:
         "_bit_time",
         "_delay",
         "_loss",
+        "_on_wire",
         "_overhead",
         "_qbytes_lim",
         "_qpkts_lim",
@@ -169,6 +170,7 @@ class Shaper:
         self.qbytes = [0] * nqueues
         self.backlog = 0  # packets queued over all queues
         self.inflight: deque[tuple[float, bytes]] = deque()  # (deliver_at, frame), wire order
+        self._on_wire: tuple[float, bytes] | None = None  # inflight entry of the last frame sent
         self.wire_free_at = 0.0
         self.stats = DirectionStats(queues=[QueueStats() for _ in range(nqueues)])
         self._rng = rng or random.Random()
@@ -189,6 +191,9 @@ class Shaper:
         """Apply new link parameters; going down flushes queues and wire (counted drops)."""
         config.check()
         was_up = self.config.up
+        if was_up and self.backlog:
+            self._transmit(now)  # what left under the old parameters has left
+        old_bit_time = self._bit_time
         self.config = config
         self._bit_time = 8.0 / config.rate_bps if config.rate_bps > 0 else 0.0
         self._delay = config.delay_s
@@ -201,6 +206,26 @@ class Shaper:
             self._flush()
         if not was_up and config.up:
             self.wire_free_at = now
+        if (
+            was_up
+            and config.up
+            and self.wire_free_at > now
+            and old_bit_time > 0
+            and self._bit_time != old_bit_time
+        ):
+            self._rescale_frame_on_wire(now, old_bit_time)
+
+    def _rescale_frame_on_wire(self, now: float, old_bit_time: float) -> None:
+        """A rate change mid-frame: the bits not yet sent go at the new rate."""
+        remaining = (self.wire_free_at - now) * self._bit_time / old_bit_time
+        self.wire_free_at = now + remaining
+        entry = self._on_wire
+        inflight = self.inflight
+        if entry is not None and inflight and inflight[-1] is entry:
+            deliver = self.wire_free_at + self._delay
+            if len(inflight) > 1 and inflight[-2][0] > deliver:
+                deliver = inflight[-2][0]  # a wire never reorders
+            self._on_wire = inflight[-1] = (deliver, entry[1])
 
     def _flush(self) -> None:
         st = self.stats
@@ -321,11 +346,13 @@ class Shaper:
             self.wire_free_at = end = t + (size + self._overhead) * self._bit_time
             if self._loss and self._rng.random() < self._loss:
                 self.stats.loss_drops += 1
+                self._on_wire = None
                 continue
             deliver = end + self._delay
             if self.inflight and self.inflight[-1][0] > deliver:
                 deliver = self.inflight[-1][0]  # a wire never reorders
-            self.inflight.append((deliver, data))
+            self._on_wire = entry = (deliver, data)
+            self.inflight.append(entry)
 
     def service(self, now: float, out: list[bytes]) -> None:
         """Advance to ``now``: start transmissions and append delivered frames to ``out``."""

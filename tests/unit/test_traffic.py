@@ -245,3 +245,25 @@ def test_a_packet_on_an_idle_wire_leaves_the_queue_at_enqueue() -> None:
     sh.enqueue(frame(1), 1, 0.001)
     assert sh.depth(1) == (1, 1250)
     assert sh.stats.queues[1].max_depth_pkts == 1
+
+
+def test_rate_change_applies_to_the_rest_of_the_frame_on_the_wire() -> None:
+    sh = Shaper(1, LinkConfig(rate_bps=1e3, delay_s=0.5, qpkts=10))
+    sh.enqueue(frame(0), 0, 0.0)  # 10 000 bits: 10 s at 1 kb/s
+    sh.enqueue(frame(1), 0, 0.0)
+    sh.configure(sh.config.updated(rate_bps=1e6, delay_s=0.0), now=1.0)
+    # 9 000 bits were left: 9 ms at 1 Mb/s; no more propagation delay.
+    assert sh.wire_free_at == pytest.approx(1.009)
+    assert drain(sh, 1.0089) == []
+    assert drain(sh, 1.0091) == [0]
+    assert drain(sh, 1.0191) == [1]  # the next frame starts at 1.009, all at the new rate
+
+
+def test_rate_change_settles_departures_due_under_the_old_rate_first() -> None:
+    sh = Shaper(1, LinkConfig(rate_bps=1e6, qpkts=10))
+    for i in range(3):
+        sh.enqueue(frame(i), 0, 0.0)
+    # Not serviced since t=0: at 15 ms frame 0 is done and frame 1 is half sent at 1 Mb/s.
+    sh.configure(sh.config.updated(rate_bps=2e6), now=0.015)
+    assert sh.wire_free_at == pytest.approx(0.0175)  # 5 000 bits left at 2 Mb/s
+    assert drain(sh, 0.0226) == [0, 1, 2]  # frame 2: 17.5 + 5 ms
