@@ -175,6 +175,7 @@ _PACKET_STACKS = build_packet_stacks()  # BTH | ... (no network headers, no ICRC
 _ETH_STACKS = build_stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
 _INNER_STACKS = build_stacks(False)  # SRv6: inner IPv6 | UDP | BTH | ... after the outer part
 _TSH_BIT = 0x10  # BTH byte 8
+_PLAIN_BTH = _ETH_LEN + _IP_LEN + _UDP_LEN  # BTH offset in a plain frame
 
 
 def frame_len(frame: Frame, pkt: MrcPacket) -> int:
@@ -272,6 +273,10 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
     if n < _ETH_LEN + _IP_LEN:
         raise WireError(f"frame too short ({n} bytes) for Ethernet + IPv6", 0)
     nh = mv[20]
+    if nh == L.IPPROTO_UDP and n >= _PLAIN_BTH + _BTH_LEN:  # fast path: a plain frame
+        stack = _ETH_STACKS.get((mv[_PLAIN_BTH] << 1) | (mv[_PLAIN_BTH + 8] & _TSH_BIT != 0))
+        if stack is not None and stack.size <= n:
+            return stack.decode(mv, 0, n, b"", b"", None, verify_icrc)
     if nh == L.IPPROTO_UDP:
         srv6 = None
         start = 0
