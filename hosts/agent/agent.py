@@ -74,7 +74,10 @@ class Agent:
         self.framer = Framer(config)
         self.ports: list[NicPort] = []
         self.linkmon: LinkMonitor | None = None
-        self.port_up: list[bool] = [True] * len(config.ports)
+        self.port_up: list[bool] = [True] * len(config.ports)  # usable: carrier and admin
+        self.port_carrier: list[bool] = [True] * len(config.ports)
+        self.port_admin: list[bool] = [True] * len(config.ports)
+        self.port_hooks: list[Callable[[int, bool], None]] = []  # (port, carrier) changes
         self.qlog: QlogWriter | None = (
             QlogWriter(config.qlog_dir, config.name, self.t0) if config.qlog_dir else None
         )
@@ -103,7 +106,8 @@ class Agent:
             if monitor_links:
                 self.linkmon = LinkMonitor(config.netns)
                 state = self.linkmon.dump(p.ifname for p in config.ports)
-                self.port_up = [state.get(p.ifname, False) for p in config.ports]
+                self.port_carrier = [state.get(p.ifname, False) for p in config.ports]
+                self.port_up = list(self.port_carrier)
         except BaseException:
             self.close()
             raise
@@ -351,13 +355,32 @@ class Agent:
         names = {p.ifname: i for i, p in enumerate(self.config.ports)}
         for name, up in self.linkmon.read():
             i = names.get(name)
-            if i is None or self.port_up[i] == up:
+            if i is None or self.port_carrier[i] == up:
                 continue
-            self.port_up[i] = up
-            self.core.port_status(i, up, now)
+            self.port_carrier[i] = up
             if self.qlog is not None:
                 self.qlog.event(None, "mrc:port_status", {"port": i, "ifname": name, "up": up},
                                 now)
+            for hook in self.port_hooks:
+                hook(i, up)
+            self._update_port(i, now)
+
+    def set_port_admin(self, port: int, enabled: bool) -> None:
+        """Administrative state of a port (controller PortAdminCommand); loop thread only.
+        A disabled port is reported down to the core whatever its carrier says."""
+        if not 0 <= port < len(self.port_admin):
+            raise ValueError(f"no port {port}")
+        self.port_admin[port] = enabled
+        now = self.clock()
+        if self.qlog is not None:
+            self.qlog.event(None, "mrc:port_admin", {"port": port, "enabled": enabled}, now)
+        self._update_port(port, now)
+
+    def _update_port(self, port: int, now: float) -> None:
+        up = self.port_carrier[port] and self.port_admin[port]
+        if up != self.port_up[port]:
+            self.port_up[port] = up
+            self.core.port_status(port, up, now)
 
     def _drain_events(self, now: float) -> None:
         next_event = self.core.next_event

@@ -345,17 +345,31 @@ def test_link_changes_become_core_port_status_and_qlog(tmp_path: Path) -> None:
     try:
         agent.linkmon = _FakeMonitor(  # type: ignore[assignment]
             [("hxp0", False), ("other0", False), ("hxp0", False), ("hxp0", True)])
+        hooked: list[tuple[int, bool]] = []
+        agent.port_hooks.append(lambda port, up: hooked.append((port, up)))
         agent._link_changes(agent.now())
         # Repeated states and foreign interfaces are ignored.
         assert core.port_calls == [(0, False), (0, True)]
+        assert hooked == [(0, False), (0, True)]
         assert agent.port_up == [True]
+        # Administrative disable: the core sees the port down whatever the carrier says, and
+        # a carrier change while disabled does not bring it back.
+        agent.set_port_admin(0, False)
+        agent.linkmon = _FakeMonitor([("hxp0", False), ("hxp0", True)])  # type: ignore[assignment]
+        agent._link_changes(agent.now())
+        assert core.port_calls == [(0, False), (0, True), (0, False)]
+        agent.set_port_admin(0, True)
+        assert core.port_calls[-1] == (0, True) and agent.port_up == [True]
+        with pytest.raises(ValueError):
+            agent.set_port_admin(3, False)
         agent.linkmon = None
     finally:
         agent.stop()
         pb.close()
     _, events = read_qlog(tmp_path / "hx-agent.qlog.jsonl")
-    assert [(e["name"], e["data"]["up"]) for e in events] == [
-        ("mrc:port_status", False), ("mrc:port_status", True)]
+    assert [(e["name"], e["data"].get("up", e["data"].get("enabled"))) for e in events] == [
+        ("mrc:port_status", False), ("mrc:port_status", True), ("mrc:port_admin", False),
+        ("mrc:port_status", False), ("mrc:port_status", True), ("mrc:port_admin", True)]
 
 
 def _tx(cfg: AgentConfig, ev: int, tclass: TrafficClass = TrafficClass.TRIMMABLE) -> TxPacket:
