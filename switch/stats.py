@@ -1,7 +1,8 @@
 """Print a switch's port and queue statistics: ``python -m switch.stats 127.0.0.1:PORT [--json]``.
 
-Reads the switch admin service (common/proto/switch_admin.proto). Queue rows are shown only
-for queues that saw traffic or drops, so the table stays readable.
+Reads the switch admin service (common/proto/switch_admin.proto) and the program's drop
+counters over P4Runtime. Queue rows are shown only for queues that saw traffic or drops, so
+the table stays readable.
 """
 
 from __future__ import annotations
@@ -26,6 +27,23 @@ def fetch(address: str, ports: Sequence[int] = (), timeout: float = 5.0) -> pb.G
         return stub.GetPorts(pb.GetPortsRequest(ports=list(ports)), timeout=timeout)
 
 
+def pipeline_drops(address: str, device_id: int, timeout: float = 5.0) -> dict[str, int]:
+    """Drops counted by the P4 program (``MrcIngress.drop_reason``) by reason name; empty when
+    the switch runs another program or none yet. A P4Runtime Read needs no arbitration."""
+    from common.p4schema.mrc_switch import DropReason
+    from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError
+
+    client = P4RuntimeClient(address, device_id, timeout=timeout)
+    try:
+        cells = client.read_counter("MrcIngress.drop_reason")
+    except (P4RuntimeError, KeyError, StopIteration):
+        return {}
+    finally:
+        client.channel.close()
+    names = {r.value: r.name for r in DropReason}
+    return {names.get(i, str(i)): pkts for i, (pkts, _b) in sorted(cells.items()) if pkts}
+
+
 def as_dict(resp: pb.GetPortsResponse) -> dict[str, Any]:
     return MessageToDict(
         resp, preserving_proto_field_name=True, including_default_value_fields=True
@@ -41,7 +59,7 @@ def _rate(bps: float) -> str:
     return f"{bps:g} b/s"
 
 
-def format_table(resp: pb.GetPortsResponse) -> str:
+def format_table(resp: pb.GetPortsResponse, drops: dict[str, int] | None = None) -> str:
     lines = [f"switch {resp.name} (device {resp.device_id})"]
     head = (
         f"{'port':>4} {'ifname':<15} {'state':<9} {'rate':>11} {'rx pkts':>10} {'tx pkts':>10} "
@@ -70,6 +88,8 @@ def format_table(resp: pb.GetPortsResponse) -> str:
     extra = {k: v for k, v in resp.counters.items() if v}
     if extra:
         lines.append("counters: " + ", ".join(f"{k}={v}" for k, v in sorted(extra.items())))
+    if drops:
+        lines.append("pipeline drops: " + ", ".join(f"{k}={v}" for k, v in drops.items()))
     return "\n".join(lines)
 
 
@@ -86,7 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except grpc.RpcError as exc:
         print(f"switch at {args.address}: {exc.code().name}: {exc.details()}", file=sys.stderr)
         return 1
-    print(json.dumps(as_dict(resp), indent=2) if args.json else format_table(resp))
+    drops = pipeline_drops(args.address, resp.device_id)
+    if args.json:
+        print(json.dumps({**as_dict(resp), "pipeline_drops": drops}, indent=2))
+    else:
+        print(format_table(resp, drops))
     return 0
 
 

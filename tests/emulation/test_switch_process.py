@@ -99,6 +99,8 @@ def test_pcap_capture_stats_cli_and_link_changes(lab: Lab, tmp_path: Path) -> No
             check=True,
         ).stdout
         assert "switch s1" in table and lab.ifname("p2") in table
+        assert "pipeline drops: TM_DROP=7" in table
+        assert stats["pipeline_drops"] == {"TM_DROP": 7}
 
 
 def test_sigterm_stops_cleanly_and_releases_everything(lab: Lab) -> None:
