@@ -253,7 +253,8 @@ class Dataplane:
                         self._receive_shaped(port, sock, pc, cap, now)
                         continue
                     # The hot path, inlined: receive, pipeline, then straight onto an idle
-                    # unshaped wire or into the egress queue.
+                    # unshaped wire (the same test and counting as Shaper.bypass, which the
+                    # unit tests pin down) or into the egress queue.
                     for _ in range(RX_BATCH):
                         try:
                             data = sock.recv(MAX_FRAME)
