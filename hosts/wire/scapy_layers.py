@@ -1,7 +1,8 @@
 """Scapy layers for every MRC header, generated from hosts/wire/layout.py (tools and tests).
 
 Import this module and scapy dissects UDP port 4791 as MRC: ``Ether(raw_bytes).show()``.
-Crafting works the usual way and fills the ICRC (and ``tsh``/``pad`` stay yours to set)::
+Crafting works the usual way; the ICRC, BTH ``tsh`` (TSETH present) and ``pad`` (payload padded
+to 4 bytes with zeros) are filled in unless set by hand::
 
     from scapy.all import Ether, IPv6, UDP, Raw
     from hosts.wire.scapy_layers import MrcBTH, MrcMETH, MrcRETH
@@ -135,10 +136,30 @@ class MrcBTH(Packet):
         return _next_class(self, None)
 
     def post_build(self, p: bytes, pay: bytes) -> bytes:
-        p += pay
+        p = _fill_tsh_pad(self, p, pay)
         if self.icrc is None:
             p = p[:-4] + _icrc_bytes(self, p)
         return p
+
+
+def _fill_tsh_pad(bth: Packet, head: bytes, pay: bytes) -> bytes:
+    """BTH + rest, with ``tsh`` and ``pad`` derived (and pad bytes added) unless set by hand."""
+    ext = 0
+    has_tseth = False
+    layer = bth.payload
+    while isinstance(layer, _MrcExtension):
+        ext += len(layer.self_build())
+        has_tseth = has_tseth or isinstance(layer, MrcTSETH)
+        layer = layer.payload
+    out = bytearray(head + pay)
+    if "tsh" not in bth.fields:
+        out[8] = (out[8] & ~0x10) | (0x10 if has_tseth else 0)
+    if "pad" not in bth.fields and bth.opcode in L.PAYLOAD_OPCODES:
+        data_len = len(pay) - 4 - ext
+        pad = -data_len & 3
+        out[1] = (out[1] & ~0x30) | (pad << 4)
+        out[len(out) - 4 : len(out) - 4] = bytes(pad)
+    return bytes(out)
 
 
 def _icrc_bytes(bth: Packet, built: bytes) -> bytes:

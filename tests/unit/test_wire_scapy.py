@@ -41,18 +41,18 @@ def test_scapy_crafted_write_decodes_with_valid_icrc() -> None:
         Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01")
         / IPv6(src="fd00::1", dst="fd00::2", tc=(10 << 2) | 1, fl=0x2345)
         / UDP(sport=0xBEEF, dport=4791, chksum=0)
-        / MrcBTH(opcode="WRITE_ONLY", dest_qp=0x55, psn=0x10, tsh=1, rtx=1)
+        / MrcBTH(opcode="WRITE_ONLY", dest_qp=0x55, psn=0x10, rtx=1)
         / MrcMETH(msn=3)
         / MrcTSETH(tx_timestamp=0x777)
-        / MrcRETH(va=0x1000, rkey=9, dma_len=8)
-        / Raw(b"12345678")
+        / MrcRETH(va=0x1000, rkey=9, dma_len=7)
+        / Raw(b"1234567")
     )
-    frame, pkt = decode_frame(bytes(crafted))
+    frame, pkt = decode_frame(bytes(crafted))  # tsh, pad and ICRC filled in by the layers
     assert frame.dscp == 10 and frame.ecn == 1 and frame.flow_label == 0x2345
     assert pkt.bth.opcode is Opcode.WRITE_ONLY and pkt.bth.rtx and pkt.bth.dest_qp == 0x55
     assert pkt.tseth is not None and pkt.tseth.tx_timestamp == 0x777
     assert pkt.meth is not None and pkt.meth.msn == 3
-    assert bytes(pkt.payload) == b"12345678"
+    assert bytes(pkt.payload) == b"1234567" and pkt.bth.pad == 1 and pkt.bth.tsh
 
 
 def test_stacking_a_header_sets_the_opcode() -> None:
