@@ -32,7 +32,6 @@ from hosts.transport.psn import (
     TS_PER_SECOND,
     ack_timeout,
     ts16,
-    ts_elapsed,
     unwrap_psn,
 )
 from hosts.transport.types import (
@@ -382,8 +381,17 @@ class Requester:
             delta = rb_units * 256
             self.rcvd_bytes_wire = rb
         rtt: float | None = None
-        if self.use_ts and una <= trig < self.next_psn and self.r_cnt[trig & self.mask] == 0:
-            rtt = ts_elapsed(now, c.tx_timestamp)
+        svc = 0.0
+        if una <= trig < self.next_psn and self.r_cnt[trig & self.mask] == 0:
+            # RTT from our own send time of the trigger (exact, no 8.4 ms TSETH wrap); the
+            # reflected timestamp minus the one we sent is the responder's service time
+            sent = self.r_time[trig & self.mask]
+            rtt = now - sent
+            if self.use_ts:
+                svc = ((c.tx_timestamp - ts16(sent)) & 0xFFFF) / TS_PER_SECOND
+                if svc > rtt:
+                    svc = 0.0  # not a service time (no SVC_TIME, or a bogus reflection)
+                rtt -= svc
             self._rtt_sample(rtt)
         qp.cc.on_sack(
             SackFeedback(
@@ -393,7 +401,7 @@ class Requester:
                 acked_bytes,
                 delta,
                 rtt,
-                0.0,
+                svc,
                 c.ooo_count,
                 c.rcv_cwnd_pen,
                 c.restore,

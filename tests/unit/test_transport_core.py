@@ -654,3 +654,56 @@ def test_no_usable_port_waits_then_exhausts_retries_without_busy_timers() -> Non
     assert p.net.run(done, max_time=1.0)  # the sim raises if a timer ever stays in the past
     assert steps < 200
     assert p.completions(0)[0].status == WcStatus.RETRY_EXC_ERR
+
+
+def test_requester_subtracts_reported_service_time() -> None:
+    from hosts.transport import CcProfile, NoCongestionControl, SackFeedback, TxPacket
+
+    delay, ack_delay = 10e-6, 50e-6
+    for svc in (False, True):
+        seen: list[SackFeedback] = []
+
+        class Capture(NoCongestionControl):
+            def __init__(self, sink: list[SackFeedback]) -> None:
+                super().__init__()
+                self.sink = sink
+
+            def on_sack(self, feedback: SackFeedback) -> None:
+                self.sink.append(feedback)
+
+        def factory(
+            _profile: CcProfile | None, _qpn: int, sink: list[SackFeedback] = seen
+        ) -> Capture:
+            return Capture(sink)
+
+        hint = (
+            QpHintFlag.TRIM_NACK
+            | QpHintFlag.TSETH
+            | (QpHintFlag.SVC_TIME if svc else QpHintFlag(0))
+        )
+        p = make_pair(
+            16 * KIB,
+            LinkModel(delay=delay),
+            QpOptions(hint=hint),
+            ack_coalesce=1000,
+            ack_delay=ack_delay,
+            cc_factory=factory,
+        )
+
+        def drop_last_once(src: int, tx: TxPacket, done: list[int] = []) -> str:  # noqa: B006
+            if src == 0 and is_data(tx) and tx.pkt.bth.psn == 1 and not done:
+                done.append(1)
+                return DROP
+            return PASS
+
+        p.net.verdict = drop_last_once
+        p.write(1, 0, 8 * KIB)  # PSN 0 (no AckReq) arrives; PSN 1 (AckReq) is lost
+        assert p.run_until_completions(1)
+        first = seen[0]  # the coalesced SACK for PSN 0, sent ack_delay after it arrived
+        assert first.rtt is not None
+        if svc:
+            assert first.service_time == pytest.approx(ack_delay, abs=0.3e-6)
+            assert first.rtt == pytest.approx(2 * delay, abs=0.3e-6)
+        else:
+            assert first.service_time == 0.0
+            assert first.rtt == pytest.approx(2 * delay + ack_delay, abs=0.3e-6)
