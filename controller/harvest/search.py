@@ -1,0 +1,226 @@
+"""Per-interval topology choice: direct, circulant theorem, exact conic program, restricted search.
+
+Every answer carries an upper bound (the exact model cost of the returned topology) and a lower
+bound on the best possible cost of the interval; ``proven`` means the two meet.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from common.collectives import is_power_of_two
+
+from . import exhaustive, misocp
+from .circulant import shift_on_circulant, swing_on_local
+from .flow import evaluate_lp
+from .model import Evaluation, HarvestError, Params, Pattern, StepDemand, Topology, step_time
+from .unipath import evaluate_unipath, successors
+
+LP_MAX_N = 64  # general LP evaluation beyond this size is too slow to be useful
+PROOF_RTOL = 1e-6
+
+
+@dataclass(frozen=True)
+class IntervalSolution:
+    topology: Topology | None
+    evals: tuple[Evaluation, ...]
+    cost: float  # sum of step times of the interval on ``topology`` (inf if none)
+    lower_bound: float
+    method: str
+    proven: bool
+
+
+class Evaluator:
+    """(theta, hops) of a pattern on a topology, cached, using the fastest exact method."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[object, Pattern], Evaluation] = {}
+
+    def __call__(self, topo: Topology, pat: Pattern) -> Evaluation:
+        key: object = (topo.kind, topo.gens) if topo.kind != "matrix" else topo.edges
+        hit = self._cache.get((key, pat))
+        if hit is None:
+            hit = self._evaluate(topo, pat)
+            self._cache[(key, pat)] = hit
+        return hit
+
+    @staticmethod
+    def _evaluate(topo: Topology, pat: Pattern) -> Evaluation:
+        kind, value = pat.shape
+        distinct = len(set(topo.gens))
+        if topo.kind == "circulant" and kind == "shift" and distinct <= 2:
+            return shift_on_circulant(topo.n, topo.gens, value)
+        if (
+            topo.kind == "local"
+            and kind == "swing"
+            and distinct <= 2
+            and all(h % 2 for h in topo.gens)
+            and value % 2
+        ):
+            return swing_on_local(topo.n, topo.gens, value)
+        if successors(topo) is not None:
+            return evaluate_unipath(topo, pat)
+        if topo.n > LP_MAX_N:
+            raise HarvestError(f"no fast evaluator for this topology at n={topo.n}")
+        return evaluate_lp(topo, pat)
+
+
+def interval_cost(evals: Sequence[Evaluation], steps: Sequence[StepDemand], p: Params) -> float:
+    return sum(step_time(ev, st.volume_bytes, p) for ev, st in zip(evals, steps))
+
+
+def trivial_lower_bound(steps: Sequence[StepDemand], p: Params) -> float:
+    """Each step alone: theta <= d (a rank injects at most d circuits), hops >= 1."""
+    return sum(step_time(Evaluation(float(p.degree), 1), st.volume_bytes, p) for st in steps)
+
+
+def direct_topology(pat: Pattern, d: int) -> Topology:
+    kind, value = pat.shape
+    if kind == "shift":
+        return Topology.circulant(pat.n, [value] * d)
+    if kind == "swing":
+        return Topology.local(pat.n, [value] * d)
+    return Topology.from_counts(pat.n, {(u, v): d for u, v in pat.pairs})
+
+
+def rd_theorem_applies(n: int, patterns: Sequence[Pattern], d: int) -> bool:
+    """Degree-1 intervals of power-of-two shifts on n = 2^q ranks (proof in docs/harvest.md)."""
+    if d != 1 or not is_power_of_two(n):
+        return False
+    return all(
+        p.shape[0] == "shift" and is_power_of_two(p.shape[1]) and 0 < p.shape[1] < n
+        for p in patterns
+    )
+
+
+def candidates(
+    n: int, patterns: Sequence[Pattern], d: int, all_patterns: Sequence[Pattern]
+) -> list[Topology]:
+    """Restricted candidate set (labelled, not claimed optimal unless the bounds meet)."""
+    shapes = {p.shape[0] for p in patterns}
+    out: list[Topology] = []
+    if shapes == {"shift"}:
+        shifts = {1} | {1 << j for j in range(n.bit_length()) if (1 << j) < n}
+        shifts |= {p.shape[1] for p in all_patterns if p.shape[0] == "shift"}
+        for gens in _multisets(sorted(shifts), d):
+            out.append(Topology.circulant(n, gens))
+        return out
+    if shapes == {"swing"} and n % 2 == 0:
+        rhos = {p.shape[1] for p in all_patterns if p.shape[0] == "swing"}
+        pool = sorted({1, n - 1} | rhos | {(n - r) % n for r in rhos})
+        for gens in _multisets(pool, d):
+            out.append(Topology.local(n, gens))
+        if d == 1:
+            out += [Topology.circulant(n, [g]) for g in pool]
+        return out
+    # Unstructured steps: direct matchings of the interval's patterns, their unions, a ring.
+    out.append(Topology.circulant(n, [1] * d))
+    mats = [p for p in patterns if p.out_degree_ok()]
+    for combo in _multisets(list(range(len(mats))), d):
+        counts: dict[tuple[int, int], int] = {}
+        for i in combo:
+            for u, v in mats[i].pairs:
+                counts[(u, v)] = counts.get((u, v), 0) + 1
+        out.append(Topology.from_counts(n, counts))
+    return out
+
+
+def _multisets(pool: Sequence[int], d: int) -> list[tuple[int, ...]]:
+    """Multisets of size d with at most two distinct values (closed forms exist for those)."""
+    out = []
+    for combo in itertools.combinations_with_replacement(pool, d):
+        if len(set(combo)) <= 2:
+            out.append(combo)
+    return out
+
+
+class IntervalSolver:
+    """Solves and caches the topology subproblem of every interval for one collective."""
+
+    def __init__(
+        self,
+        n: int,
+        steps: Sequence[StepDemand],
+        params: Params,
+        method: str = "auto",
+        exact_max_n: int = 8,
+        time_limit: float = 60.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        if method not in ("auto", "exact", "restricted"):
+            raise HarvestError(f"unknown method {method!r}; choose auto, exact or restricted")
+        self.n = n
+        self.steps = list(steps)
+        self.params = params
+        self.method = method
+        self.exact_max_n = exact_max_n
+        self.time_limit = time_limit
+        self.progress = progress
+        self.evaluator = Evaluator()
+        self.all_patterns = list(dict.fromkeys(st.pattern for st in self.steps))
+        self._cache: dict[tuple[int, int], IntervalSolution] = {}
+        self._table: exhaustive.DerangementTable | None = None
+
+    def solved(self) -> list[IntervalSolution]:
+        return list(self._cache.values())
+
+    def solve(self, a: int, b: int) -> IntervalSolution:
+        key = (a, b)
+        if key not in self._cache:
+            self._cache[key] = self._solve(a, b)
+        return self._cache[key]
+
+    def _best_of(
+        self, cands: Sequence[Topology], steps: Sequence[StepDemand]
+    ) -> tuple[Topology | None, tuple[Evaluation, ...], float]:
+        best: tuple[Topology | None, tuple[Evaluation, ...], float] = (None, (), math.inf)
+        for topo in cands:
+            evals = tuple(self.evaluator(topo, st.pattern) for st in steps)
+            cost = interval_cost(evals, steps, self.params)
+            if cost < best[2]:
+                best = (topo, evals, cost)
+        return best
+
+    def _solve(self, a: int, b: int) -> IntervalSolution:
+        p = self.params
+        steps = self.steps[a : b + 1]
+        patterns = list(dict.fromkeys(st.pattern for st in steps))
+        lb = trivial_lower_bound(steps, p)
+        if len(patterns) == 1 and patterns[0].out_degree_ok():
+            direct = direct_topology(patterns[0], p.degree)
+            evals = tuple(Evaluation(float(p.degree), 1) for _ in steps)
+            cost = interval_cost(evals, steps, p)
+            return IntervalSolution(direct, evals, cost, lb, "direct", True)
+        if self.method != "exact" and rd_theorem_applies(self.n, patterns, p.degree):
+            g = min(pt.shape[1] for pt in patterns)
+            circ = Topology.circulant(self.n, [g])
+            evals = tuple(self.evaluator(circ, st.pattern) for st in steps)
+            cost = interval_cost(evals, steps, p)
+            return IntervalSolution(circ, evals, cost, cost, "circulant-theorem", True)
+        if self.method == "auto" and p.degree == 1 and self.n <= exhaustive.MAX_N:
+            if self._table is None:
+                self._table = exhaustive.DerangementTable(self.n)
+            perm, evals, cost = self._table.best(steps, p)
+            return IntervalSolution(perm, evals, cost, cost, "exhaustive", True)
+        topo, evals, cost = self._best_of(
+            candidates(self.n, patterns, p.degree, self.all_patterns), steps)
+        use_exact = self.method == "exact" or (
+            self.method == "auto" and self.n <= self.exact_max_n and misocp.available())
+        if not use_exact:
+            proven = cost <= lb * (1 + PROOF_RTOL)
+            return IntervalSolution(topo, evals, cost, lb, "restricted-circulant", proven)
+        if self.progress:
+            self.progress(f"conic program for steps {a + 1}..{b + 1}")
+        cutoff = cost - p.alpha * len(steps) if math.isfinite(cost) else None
+        res = misocp.solve_interval(self.n, steps, p, self.time_limit, hint=topo, cutoff=cutoff)
+        if res.topology is not None:
+            ev2 = tuple(self.evaluator(res.topology, st.pattern) for st in steps)
+            cost2 = interval_cost(ev2, steps, p)
+            if cost2 < cost:
+                topo, evals, cost = res.topology, ev2, cost2
+        lb = max(lb, res.lower_bound + p.alpha * len(steps))
+        proven = res.solved and cost <= lb * (1 + PROOF_RTOL) + 1e-15
+        return IntervalSolution(topo, evals, cost, lb, "misocp", proven)
