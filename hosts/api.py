@@ -84,6 +84,7 @@ __all__ = [
     "QpAttr",
     "QpAttrMask",
     "QpError",
+    "QpHint",
     "QpHintFlag",
     "QpInitAttr",
     "QpState",
@@ -282,6 +283,32 @@ class MR:
         self.ctx._call(self.ctx._core.deregister_mr, self.region)
 
 
+class QpHint:
+    """A QP hint object (mrc_create_qp_hint / query / modify / destroy): a reusable set of
+    optional features (QpHintFlag) that ``init_qp``/``connect_qp`` apply at INIT."""
+
+    def __init__(self, ctx: Context, flags: QpHintFlag) -> None:
+        self.ctx = ctx
+        self._flags = flags
+        self.destroyed = False
+
+    def query(self) -> QpHintFlag:
+        self._alive()
+        return self._flags
+
+    def modify(self, flags: QpHintFlag) -> None:
+        """Change the flags; QPs already past INIT keep the hint they were given."""
+        self._alive()
+        self._flags = QpHintFlag(flags)
+
+    def destroy(self) -> None:
+        self.destroyed = True
+
+    def _alive(self) -> None:
+        if self.destroyed:
+            raise ApiError("QP hint was destroyed")
+
+
 class QP:
     """A queue pair: the application's handle on one connection of the core."""
 
@@ -442,6 +469,10 @@ class Context:
     def reg_mr(self, buf: bytearray | memoryview, access: int = ALL_ACCESS) -> MR:
         return MR(self, self._call(self._core.register_mr, buf, access))
 
+    def create_qp_hint(self, flags: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
+                       ) -> QpHint:
+        return QpHint(self, QpHintFlag(flags))
+
     def create_qp(self, init: QpInitAttr) -> QP:
         for cq in (init.send_cq, init.recv_cq):
             if cq.ctx is not self or cq.destroyed:
@@ -509,18 +540,23 @@ def _step(base: QpAttr, state: QpState, remote: RemoteQp | None) -> QpAttr:
     )
 
 
-def init_qp(qp: QP, attr: QpAttr | None = None) -> None:
-    """Convenience (not in mrc.h): RESET -> INIT with hint, EV and CC profile from ``attr``.
-    Receives for WriteImm may be posted from INIT on, before the peer is known."""
-    qp.modify(_step(attr if attr is not None else QpAttr(), QpState.INIT, None), INIT_MASK)
+def init_qp(qp: QP, attr: QpAttr | None = None, hint: QpHint | None = None) -> None:
+    """Convenience (not in mrc.h): RESET -> INIT with hint, EV and CC profile from ``attr``
+    (the hint object's flags replace ``attr.qp_hint`` when given). Receives for WriteImm may
+    be posted from INIT on, before the peer is known."""
+    step = _step(attr if attr is not None else QpAttr(), QpState.INIT, None)
+    if hint is not None:
+        step.qp_hint = hint.query()
+    qp.modify(step, INIT_MASK)
 
 
-def connect_qp(qp: QP, remote: RemoteQp, attr: QpAttr | None = None) -> None:
+def connect_qp(qp: QP, remote: RemoteQp, attr: QpAttr | None = None,
+               hint: QpHint | None = None) -> None:
     """Convenience (not in mrc.h): (RESET ->) INIT -> RTR -> RTS with the attributes each
     transition needs (INIT: hint, EV and CC profile; RTR: mpr_dest, max_wimm_dest, peer QPN and
     GIDs; RTS: mpr, max_wimm, retry, timeout), taken from ``attr`` (defaults: QpAttr())."""
     base = attr if attr is not None else QpAttr()
     if qp.query().qp_state == QpState.RESET:
-        init_qp(qp, base)
+        init_qp(qp, base, hint)
     qp.modify(_step(base, QpState.RTR, remote), RTR_MASK)
     qp.modify(_step(base, QpState.RTS, remote), RTS_MASK)

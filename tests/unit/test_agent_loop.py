@@ -233,7 +233,7 @@ def socket_pair_ports(batch: int = 64) -> tuple[NicPort, NicPort]:
 class Pair:
     """Two started agents with stub cores joined by a socketpair."""
 
-    def __init__(self, tmp: Path | None = None, **extra: Any) -> None:
+    def __init__(self, tmp: Path | None = None, real_core: bool = False, **extra: Any) -> None:
         pa, pb = socket_pair_ports()
         qlog = {"qlog_dir": str(tmp), "metrics_interval": 0.05} if tmp else {}
         self.cfg_a = agent_config("ha", "fd00::a", "02:00:00:00:00:0b", "02:00:00:00:00:0a",
@@ -241,8 +241,12 @@ class Pair:
         self.cfg_b = agent_config("hb", "fd00::b", "02:00:00:00:00:0a", "02:00:00:00:00:0b",
                                   **qlog, **extra)
         self.core_a, self.core_b = StubCore(), StubCore()
-        self.a = Agent(self.cfg_a, self.core_a, monitor_links=False, ports=[pa])
-        self.b = Agent(self.cfg_b, self.core_b, monitor_links=False, ports=[pb])
+        if real_core:  # the transport core itself (hosts/transport), as the agent builds it
+            self.a = Agent(self.cfg_a, None, monitor_links=False, ports=[pa])
+            self.b = Agent(self.cfg_b, None, monitor_links=False, ports=[pb])
+        else:
+            self.a = Agent(self.cfg_a, self.core_a, monitor_links=False, ports=[pa])
+            self.b = Agent(self.cfg_b, self.core_b, monitor_links=False, ports=[pb])
         self.a.start()
         self.b.start()
 

@@ -173,3 +173,49 @@ def test_async_events_and_cq_overrun(pair: Pair) -> None:
     assert cq_a.overruns == 1 and [w.wr_id for w in cq_a.poll(5)] == [1]
     ca.close()
     assert qa.destroyed and qa.qpn not in pair.core_a.qps
+
+
+def test_real_core_through_api_with_hint_and_write_imm() -> None:
+    """The real HostCore behind the API (agents over a socketpair): a QP hint object is
+    applied at INIT, a 2 MiB Write + WriteImm completes byte-exact on both sides."""
+    from hosts.api import QpHintFlag, RemoteQp, connect_qp, init_qp
+
+    p = Pair(real_core=True)
+    try:
+        ca, cb = open_device(p.a), open_device(p.b)
+        hint = ca.create_qp_hint(QpHintFlag.TRIM_NACK | QpHintFlag.SVC_TIME)
+        assert hint.query() == QpHintFlag.TRIM_NACK | QpHintFlag.SVC_TIME
+        hint.modify(QpHintFlag.TRIM_NACK | QpHintFlag.TSETH)
+        cq_a, cq_b = ca.create_cq(16), cb.create_cq(16)
+        qa, qb = _qp(ca, cq_a), _qp(cb, cq_b)
+        src = bytearray(random.Random(9).randbytes(2 * 1024 * 1024))
+        dst = bytearray(len(src))
+        mr_a = ca.reg_mr(src, Access.LOCAL_WRITE)
+        mr_b = cb.reg_mr(dst, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+        init_qp(qb)
+        qb.post_recv(RecvWR(wr_id=3))
+        connect_qp(qa, RemoteQp(qb.qpn, (pair_gid(p, "b"),)), hint=hint)
+        connect_qp(qb, RemoteQp(qa.qpn, (pair_gid(p, "a"),)))
+        assert qa.query().qp_state == QpState.RTS
+        assert qa.query().qp_hint == QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
+        half = len(src) // 2
+        qa.post_send([
+            SendWR(1, WrOpcode.WRITE, mr_a.addr, half, mr_a.lkey, mr_b.addr, mr_b.rkey),
+            SendWR(2, WrOpcode.WRITE_WITH_IMM, mr_a.addr + half, half, mr_a.lkey,
+                   mr_b.addr + half, mr_b.rkey, imm=77),
+        ])
+        got = cq_a.wait(2, 20)
+        assert [(w.wr_id, w.status) for w in got] == [(1, WcStatus.SUCCESS), (2, WcStatus.SUCCESS)]
+        rx = cq_b.wait(1, 20)
+        assert [(w.wr_id, w.opcode, w.imm) for w in rx] == [
+            (3, WcOpcode.RECV_RDMA_WITH_IMM, 77)]
+        assert dst == src
+        hint.destroy()
+        with pytest.raises(ApiError):
+            hint.query()
+    finally:
+        p.close()
+
+
+def pair_gid(p: Pair, side: str) -> bytes:
+    return (p.cfg_a if side == "a" else p.cfg_b).ports[0].gid
