@@ -21,12 +21,14 @@ from types import FrameType
 import grpc
 
 from controller.auth import AuthError, TokenInterceptor, bind_unix, read_token, tls_credentials
+from controller.convergence import Convergence
 from controller.core import Controller
 from controller.fabric import FabricBackend
 from controller.service import add_services
 from controller.southbound import FabricError, SwitchEndpoint, SwitchFabric
 from topologies.loader import TopologyError, load
 from topologies.model import PathMode
+from topologies.routes import switch_tables
 
 DEFAULT_WORKERS = 64
 
@@ -42,6 +44,7 @@ class ServerConfig:
     max_workers: int = DEFAULT_WORKERS
     switches: str | None = None  # JSON {switch: {"address": "host:port", "device_id": N}}
     mode: str | None = None  # path mode to program (default: the topology's)
+    cp_delay: float | None = None  # with --switches: withdraw/restore routes after this delay
 
 
 class ControllerServer:
@@ -54,9 +57,11 @@ class ControllerServer:
         address: str,
         unix: Path | None,
         southbound: SwitchFabric | None = None,
+        convergence: Convergence | None = None,
     ) -> None:
         self.controller = controller
         self.southbound = southbound
+        self.convergence = convergence
         self.server = server
         self.address = address
         self._unix = unix
@@ -70,6 +75,8 @@ class ControllerServer:
             self._stopped = True
         self.controller.close()
         self.server.stop(grace).wait()
+        if self.convergence is not None:
+            self.convergence.close()
         if self.southbound is not None:
             self.southbound.close()
         if self._unix is not None and self._unix.exists():
@@ -91,6 +98,7 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
     creds = tls_credentials(*config.tls) if config.tls else None
     topo = load(config.topology) if config.topology else None
     southbound = None
+    convergence = None
     if config.switches:
         if topo is None:
             raise AuthError("--switches needs --topology")
@@ -99,6 +107,10 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
         )
         southbound.start()  # raises FabricError naming the switch; nothing left connected
         backend = southbound
+        if config.cp_delay is not None:
+            tables = switch_tables(topo, southbound.mode)
+            convergence = Convergence(topo, tables, southbound.clients, config.cp_delay)
+            convergence.start()
     controller = Controller(topo, ports=config.ports, backend=backend)
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(
@@ -123,7 +135,7 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
         host = config.tcp.rsplit(":", 1)[0]
         address = f"{host}:{port}"
     server.start()
-    return ControllerServer(controller, server, address, unix_path, southbound)
+    return ControllerServer(controller, server, address, unix_path, southbound, convergence)
 
 
 def read_switch_map(path: str) -> dict[str, SwitchEndpoint]:
@@ -156,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--switches", metavar="FILE", help="JSON switch map: program and operate these switches"
     )
     p.add_argument("--mode", choices=[m.value for m in PathMode], help="path mode to program")
+    p.add_argument("--cp-delay", type=float, default=None, metavar="S",
+                   help="with --switches: withdraw/restore routes S seconds after a port change")
     return p
 
 
@@ -175,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_workers=args.max_workers,
         switches=args.switches,
         mode=args.mode,
+        cp_delay=args.cp_delay,
     )
     try:
         running = start(config)

@@ -104,6 +104,11 @@ class SwitchFabric:
             self.close()
             raise
 
+    @property
+    def clients(self) -> dict[str, P4RuntimeClient]:
+        """The connected primary sessions (controller.convergence writes routes through them)."""
+        return dict(self._clients)
+
     def close(self) -> None:
         for client in self._clients.values():
             try:

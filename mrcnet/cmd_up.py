@@ -1,0 +1,144 @@
+"""``mrcnet up [TOPOLOGY]``: bring up a fabric, run a workload with failures, CLI or summary.
+
+Non-interactive (``--no-cli``, or stdin not a terminal): the fabric comes up, the workload
+runs (with the ``--fail``/``--restore`` schedule), results are saved under
+``results/runs/<run-id>/``, everything is torn down and a summary (or with ``--json`` one
+JSON object with ``completed``, ``verified_bytes``, ``qp_errors``, ``results_dir``, ...) is
+printed. Interactive: the same, then the CLI (``help`` lists the commands) until ``exit``.
+``--demo`` (what ``make topology`` runs): all-to-all MRC Writes sprayed over every plane, a
+leaf-spine link of plane 0 failing at 2 s and coming back at 5 s, 8 s in all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from topologies.model import PathMode
+
+MiB = 1 << 20
+
+
+def _size(text: str) -> int:
+    from topologies.units import parse_size
+
+    return int(parse_size(text))
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    """Options shared by ``up`` and ``run``."""
+    parser.add_argument("topology", nargs="?", default="clos-2p",
+                        help="topology name or YAML file (default clos-2p)")
+    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded")
+    parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
+                        help="path mode (default: the topology's)")
+    parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
+                        help="transport of the workload (RC = baseline)")
+    parser.add_argument("--size", default="2MiB", help="bytes per flow (default 2MiB)")
+    parser.add_argument("--rate", default="100Mbps",
+                        help="rate of every link (default 100Mbps; 'file' keeps the file's)")
+    parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
+                        help="control-plane delay before routes are withdrawn (default 1 s)")
+    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
+    parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
+    parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
+                        help="take link A-B down S seconds after the workload starts")
+    parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
+                        help="bring link A-B back up at S seconds")
+    parser.add_argument("--duration", type=float, default=None, metavar="S",
+                        help="repeat the workload until S seconds have passed")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    parser.add_argument("--quiet", action="store_true", help="no live view lines")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("--run", default=None, metavar="WORKLOAD",
+                        help="all-to-all | permutation | pair:SRC:DST")
+    parser.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    parser.add_argument("--demo", action="store_true",
+                        help="spraying + a spine link failure and recovery (make topology)")
+
+
+def options(args: argparse.Namespace) -> Any:
+    from mrcnet.fabric.orchestrator import RunOptions
+
+    return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
+                      rate=None if args.rate == "file" else args.rate,
+                      cp_delay=args.cp_delay, window=_size(args.window),
+                      show=not args.quiet)
+
+
+def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
+    """Fill --run/--fail/--restore/--duration for the demonstration."""
+    from topologies.model import NodeKind
+
+    args.run = args.run or "all-to-all"
+    if not args.fail and not args.restore:
+        link = next(ln for ln in topo.links
+                    if topo.node(ln.a.node).kind == NodeKind.SWITCH
+                    and topo.node(ln.b.node).kind == NodeKind.SWITCH)
+        name = f"{link.a.node}-{link.b.node}"
+        args.fail, args.restore = [f"{name}@2"], [f"{name}@5"]
+    if args.duration is None:
+        args.duration = 8.0
+
+
+def print_summary(res: dict[str, Any], as_json: bool) -> None:
+    from mrcnet.fabric.results import summary_table
+
+    if as_json:
+        keep = {k: v for k, v in res.items() if k not in ("samples", "ev_events")}
+        print(json.dumps(keep, default=str))
+        return
+    print(summary_table(res["workloads"]) if res["workloads"] else "no workload ran")
+    for e in res["link_events"]:
+        print(f"  {e['t']:6.2f} s  link {e['link']} {'up' if e['up'] else 'down'}")
+    print(f"EV reports: {res['ev_counts']}; route changes: {len(res['convergence'])} "
+          "controller log lines")
+    print(f"completed: {res['completed']}  verified bytes: {res['verified_bytes']}  "
+          f"QP errors: {res['qp_errors']}")
+    print(f"results: {res['results_dir']}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mrcnet.fabric.failures import FailureSpecError, parse_schedule
+    from mrcnet.fabric.orchestrator import Fabric, FabricError
+    from mrcnet.fabric.plan import PlanError
+    from mrcnet.fabric.scenario import collect, run_scenario
+    from mrcnet.fabric.workloads import WorkloadError, flows_for
+    from topologies.loader import TopologyError, load
+
+    try:
+        topo = load(args.topology)
+        if args.demo:
+            demo_defaults(args, topo)
+        events = parse_schedule(topo, args.fail, args.restore)
+        if args.run:
+            flows_for(args.run, [n.name for n in topo.nodes if n.kind.value == "host"])
+        size = _size(args.size)
+        opts = options(args)
+    except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
+        print(f"mrcnet up: {exc}", file=sys.stderr)
+        return 2
+    interactive = not args.no_cli and sys.stdin.isatty()
+    fab = Fabric(opts)
+    try:
+        fab.start()
+        res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout)
+        if interactive:
+            from mrcnet.fabric.cli_shell import FabricCLI
+
+            print_summary(res, False)
+            FabricCLI(fab, size=size, qp_type=args.qp)
+            res = collect(fab, res["workloads"] + fab.cli_workloads, None)
+    except (FabricError, PlanError, TimeoutError, OSError) as exc:
+        print(f"mrcnet up: {exc}", file=sys.stderr)
+        fab.stop()
+        return 1
+    finally:
+        fab.stop()
+    print_summary(res, args.json)
+    return 0 if res["completed"] or not args.run else 1

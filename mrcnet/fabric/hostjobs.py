@@ -1,0 +1,169 @@
+"""Workload roles run inside a host agent process (an agent app: ``mrcnet.fabric.hostjobs:serve``).
+
+The orchestrator starts every agent with this one app; it watches ``JOBS_DIR`` for job files
+(``<id>.job.json``, written atomically) and runs each in its own thread with the agent's
+device context, so workloads can be started on a running fabric (``mrcnet run``, the CLI's
+``run``). Roles:
+
+- ``sink``: registers ``size`` bytes, posts one receive, publishes its QP out of band
+  (``OOB/<name>.json``), waits for the writer's final WriteImm, then reports the SHA-256 of
+  its buffer (the orchestrator compares it with an independent hash of the pattern).
+- ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
+  ``depth`` outstanding, the last one a WriteImm.
+
+Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
+counters (retransmissions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from hosts.agent.apps import pattern
+from hosts.api import (
+    Access,
+    Context,
+    QpAttr,
+    QpInitAttr,
+    QpType,
+    RecvWR,
+    RemoteQp,
+    RetryAttr,
+    SendWR,
+    WcStatus,
+    WrOpcode,
+    connect_qp,
+    init_qp,
+)
+
+DONE_IMM = 0xF00D
+POLL_S = 0.02
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Atomic write (readers never see a partial file)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _await_file(path: Path, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            data: dict[str, Any] = json.loads(path.read_text())
+            return data
+        time.sleep(POLL_S)
+    raise TimeoutError(f"{path} did not appear within {timeout:.0f} s")
+
+
+def _attr(job: dict[str, Any]) -> QpAttr:
+    return QpAttr(
+        ev_profile_id=int(job.get("ev_profile", 0)),
+        mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
+        timeout=int(job.get("ack_timeout", 17)),
+        retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
+                        exp_cnt=int(job.get("exp_cnt", 25))),
+    )
+
+
+def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
+    core: Any = ctx.agent.core
+    try:
+        stats = dict(ctx.agent.call(core.qp_stats, qpn))
+        state = ctx.agent.call(core.query_qp, qpn).qp_state.name
+    except Exception as exc:  # the QP may be gone
+        return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
+    return {"qp_state": state, "qp_stats": stats}
+
+
+def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
+    size = int(job["size"])
+    timeout = float(job.get("timeout", 120))
+    oob = Path(str(job["oob_dir"]))
+    writer = job["role"] == "writer"
+    buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    cq = ctx.create_cq(int(job.get("cqe", 4096)))
+    qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
+    mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+    attr = _attr(job)
+    init_qp(qp, attr)
+    if not writer:
+        qp.post_recv(RecvWR(wr_id=1))
+    gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
+    oob.mkdir(parents=True, exist_ok=True)
+    write_json(oob / f"{job['name']}.json", {"qpn": qp.qpn, "gids": gids, "addr": mr.addr,
+                                              "rkey": mr.rkey, "length": mr.length})
+    peer = _await_file(oob / f"{job['peer']}.json", timeout)
+    connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
+               attr)
+    start = time.monotonic()
+    if not writer:
+        wcs = cq.wait(1, timeout)
+        elapsed = time.monotonic() - start
+        ok = bool(wcs) and wcs[0].status == WcStatus.SUCCESS
+        return {"bytes": size if ok else 0, "seconds": elapsed,
+                "sha256": hashlib.sha256(buf).hexdigest() if ok else "",
+                "errors": [] if ok else [f"no WriteImm completion: {wcs!r}"],
+                **_qp_report(ctx, qp.qpn)}
+    chunk = int(job.get("chunk", 256 << 10))
+    depth = int(job.get("depth", 8))
+    offsets = list(range(0, size, chunk))
+    posted = done = 0
+    errors: list[str] = []
+    deadline = start + timeout
+    while done < len(offsets) and time.monotonic() < deadline and not errors:
+        while posted < len(offsets) and posted - done < depth:
+            off = offsets[posted]
+            last = posted == len(offsets) - 1
+            qp.post_send(SendWR(
+                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last else WrOpcode.WRITE,
+                local_addr=mr.addr + off, length=min(chunk, size - off), lkey=mr.lkey,
+                remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
+                imm=DONE_IMM if last else 0))
+            posted += 1
+        for wc in cq.wait(1, max(0.0, min(1.0, deadline - time.monotonic()))) + cq.poll(depth):
+            done += 1
+            if wc.status != WcStatus.SUCCESS:
+                errors.append(f"wr {wc.wr_id}: {wc.status.value}")
+    elapsed = time.monotonic() - start
+    ok = done == len(offsets) and not errors
+    if done < len(offsets) and not errors:
+        errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
+    return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
+            "completed_wrs": done, **_qp_report(ctx, qp.qpn)}
+
+
+def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
+    try:
+        out = run_job(ctx, job)
+    except Exception as exc:
+        out = {"bytes": 0, "errors": [f"{type(exc).__name__}: {exc}"],
+               "trace": traceback.format_exc()}
+    out["id"] = job.get("id")
+    write_json(result, out)
+
+
+def serve(ctx: Context, args: dict[str, Any]) -> int:
+    """Run every job file that appears in ``args["jobs_dir"]`` until ``STOP`` appears there."""
+    jobs_dir = Path(str(args["jobs_dir"]))
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    started: set[str] = set()
+    while not (jobs_dir / "STOP").exists():
+        for path in sorted(jobs_dir.glob("*.job.json")):
+            if path.name in started:
+                continue
+            started.add(path.name)
+            job = json.loads(path.read_text())
+            result = path.with_name(path.name.replace(".job.json", ".result.json"))
+            threading.Thread(target=_run_and_report, args=(ctx, job, result),
+                             name=f"job-{job.get('id')}", daemon=True).start()
+        time.sleep(POLL_S)
+    return 0

@@ -1,0 +1,146 @@
+"""Live view of a run: switch counters sampled periodically, EV states from the controller.
+
+``StatsSampler`` polls every switch's admin service (``switch.stats.fetch``) every
+``interval`` seconds and keeps a time series of
+
+- ``plane_bps``: bits/s delivered to hosts per plane (egress bytes of host-facing leaf
+  ports, i.e. what crossed the last emulated link; includes headers and retransmissions);
+- ``drops`` (tail + down + random-loss drops, both directions, all ports), ``trims`` and
+  ``ecn`` (per-queue counters), all as totals since the start;
+- ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``).
+
+``EvTracker`` consumes the controller's EV event stream (agents' datapath transitions) and
+keeps the latest state of every (host, QP, EV) plus a timeline. With ``show=True`` one
+status line per sample goes to stderr (stdout stays free for ``--json``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.proto import mrc_ctl_pb2 as pb
+from topologies.model import NodeKind, Topology
+
+STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
+
+
+@dataclass
+class EvTracker:
+    """Latest EV state per (host, qpn, ev, port) and the event timeline."""
+
+    t0: float = field(default_factory=time.monotonic)
+    latest: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def on_event(self, ev: pb.EvEvent) -> None:
+        state = STATE_NAMES.get(ev.state, str(ev.state))
+        with self.lock:
+            self.dropped += ev.drop_count
+            self.latest[(ev.host, ev.qpn, int(ev.ev.value), int(ev.ev.port))] = state
+            self.events.append({"t": time.monotonic() - self.t0, "host": ev.host, "qpn": ev.qpn,
+                                "ev": int(ev.ev.value), "port": int(ev.ev.port),
+                                "state": state})
+
+    def counts(self) -> dict[str, int]:
+        with self.lock:
+            out: dict[str, int] = {}
+            for s in self.latest.values():
+                out[s] = out.get(s, 0) + 1
+            return out
+
+    def for_host(self, host: str) -> list[tuple[int, int, int, str]]:
+        """(qpn, ev, port, state) reported by ``host``."""
+        with self.lock:
+            return sorted((q, e, p, s) for (h, q, e, p), s in self.latest.items() if h == host)
+
+    def evs_that_went(self, state: str) -> set[tuple[int, int]]:
+        """(ev, port) that were reported in ``state`` at least once."""
+        with self.lock:
+            return {(e["ev"], e["port"]) for e in self.events if e["state"] == state}
+
+
+@dataclass
+class Sample:
+    t: float
+    plane_bps: list[float]
+    drops: int
+    trims: int
+    ecn: int
+    ev_bad: int
+
+
+class StatsSampler:
+    """Periodic switch counters -> samples (a daemon thread; ``stop()`` idempotent)."""
+
+    def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
+                 interval: float = 0.5, show: bool = False) -> None:
+        self.topo = topo
+        self.addresses = addresses
+        self.tracker = tracker
+        self.interval = interval
+        self.show = show
+        self.t0 = tracker.t0
+        self.samples: list[Sample] = []
+        self.errors = 0
+        self._last: tuple[float, list[int]] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._host_ports: dict[str, dict[int, int]] = {}  # switch -> host-facing port -> plane
+        for sw in topo.nodes_of(NodeKind.SWITCH):
+            for port, link in topo.ports(sw.name).items():
+                if topo.node(link.other(sw.name).node).kind == NodeKind.HOST:
+                    self._host_ports.setdefault(sw.name, {})[port] = int(sw.plane or 0)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="stats", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sample()
+            except Exception:
+                self.errors += 1
+
+    def sample(self) -> Sample | None:
+        from switch.stats import fetch
+
+        planes = self.topo.fabric.planes
+        delivered = [0] * planes
+        drops = trims = ecn = 0
+        for name, address in self.addresses.items():
+            resp = fetch(address, timeout=2.0)
+            hp = self._host_ports.get(name, {})
+            for p in resp.ports:
+                if p.port in hp:
+                    delivered[hp[p.port]] += p.egress.bytes
+                for d in (p.egress, p.ingress):
+                    drops += d.tail_drops + d.down_drops + d.loss_drops
+                    for q in d.queues:
+                        trims += q.trims
+                        ecn += q.ecn_marks
+        now = time.monotonic() - self.t0
+        last, self._last = self._last, (now, delivered)
+        if last is None:
+            return None
+        dt = max(1e-6, now - last[0])
+        bps = [(b - a) * 8 / dt for a, b in zip(last[1], delivered)]
+        bad = self.tracker.counts().get("ASSUMED_BAD", 0)
+        s = Sample(now, bps, drops, trims, ecn, bad)
+        self.samples.append(s)
+        if self.show:
+            planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
+            print(f"[{now:6.1f}s] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
+                  f"trims {trims} ecn {ecn}", file=sys.stderr, flush=True)
+        return s

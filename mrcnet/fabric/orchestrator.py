@@ -1,0 +1,288 @@
+"""Start and stop a whole fabric run, in order, with roll back.
+
+Start order (each step waits for readiness with a timeout whose message names the log):
+
+1. the run folder ``results/runs/<run-id>/`` and the run's topology file (the source file with
+   ``--rate`` applied to every link, so controller thresholds match the emulated links);
+2. Mininet: host namespaces, links, then every switch process (ready = gRPC listening);
+3. the controller with ``--switches`` (it becomes primary on every switch, pushes the
+   pipeline and writes the path mode's tables before it prints ``listening on``), with
+   ``--cp-delay`` for route withdrawal after port changes;
+4. the run's EV format/EV profiles (ONLINE before agents register, so each agent gets them in
+   its registration snapshot);
+5. one agent per host in its namespace (ready = registered with the controller), each running
+   the job app (mrcnet/fabric/hostjobs.py);
+6. the EV event subscription and the switch stats sampler.
+
+Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
+SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
+namespaces, interfaces or processes behind. Processes are stopped by the pid started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from common.netns import wait_until
+from mrcnet.fabric.builder import MininetFabric
+from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
+from mrcnet.fabric.liveview import EvTracker, StatsSampler
+from mrcnet.fabric.plan import FabricPlan, make_plan
+from mrcnet.fabric.workloads import WorkloadRunner
+from topologies.loader import load, resolve
+from topologies.model import PathMode, Topology
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class FabricError(RuntimeError):
+    """Start-up failed (everything started was rolled back); the message names the log."""
+
+
+@dataclass
+class RunOptions:
+    topology: str = "clos-2p"
+    switch: str = "embedded"
+    mode: str | None = None  # default: the topology's path mode
+    rate: str | None = "100Mbps"  # every link's rate (None: as in the file)
+    cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
+    window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
+    results_root: Path = REPO / "results" / "runs"
+    prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
+    show: bool = False  # live view lines on stderr
+    sample_interval: float = 0.5
+
+
+def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
+    data = yaml.safe_load(Path(source).read_text())
+    if rate:
+        data.setdefault("link_defaults", {})["rate"] = rate
+        for link in data.get("links", []):
+            if isinstance(link, dict) and "rate" in link:
+                link["rate"] = rate
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out
+
+
+class Fabric:
+    """One running fabric. Use as a context manager or call ``start()`` / ``stop()``."""
+
+    def __init__(self, opts: RunOptions) -> None:
+        self.opts = opts
+        self.prefix = opts.prefix or "m" + secrets.token_hex(2)
+        self.run_id = time.strftime("%Y%m%d-%H%M%S-") + self.prefix
+        self.run_dir = Path(opts.results_root) / self.run_id
+        self.topo: Topology | None = None
+        self.plan: FabricPlan | None = None
+        self.mn: MininetFabric | None = None
+        self.ctl: CtlClient | None = None
+        self.tracker = EvTracker()
+        self.sampler: StatsSampler | None = None
+        self.runner: WorkloadRunner | None = None
+        self.controller: subprocess.Popen[bytes] | None = None
+        self.agents: dict[str, subprocess.Popen[bytes]] = {}
+        self.sock_dir: Path | None = None
+        self.mode: PathMode | None = None
+        self.timings: dict[str, float] = {}
+        self.cli_workloads: list[dict[str, Any]] = []  # summaries of workloads run from the CLI
+        self._stopped = False
+
+    def __enter__(self) -> Fabric:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def say(self, text: str) -> None:
+        print(f"[mrcnet] {text}", file=sys.stderr, flush=True)
+
+    # -- start -----------------------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _step(self, name: str, t0: float) -> None:
+        self.timings[name] = round(time.monotonic() - t0, 3)
+
+    def _start(self) -> None:
+        opts = self.opts
+        t0 = time.monotonic()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
+        topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
+                                     opts.rate)
+        self.topo = topo = load(str(topo_path))
+        self.mode = mode = PathMode(opts.mode) if opts.mode else topo.fabric.path_mode
+        self.plan = plan = make_plan(topo, mode, self.prefix)
+        self.say(f"run {self.run_id}: {topo.name}, {len(plan.switches)} switches "
+                 f"({opts.switch}), {len(plan.hosts)} hosts, mode {mode.value}, "
+                 f"links {opts.rate or 'as in the file'}; results in {self.run_dir}")
+        self.mn = MininetFabric(plan, self.run_dir, opts.switch)
+        self.mn.build()
+        self.mn.start_switches()
+        self._step("switches", t0)
+        self._start_controller(topo_path, mode)
+        self._step("controller", t0)
+        assert self.ctl is not None
+        self.ctl.setup_profiles(topo, mode)
+        self._start_agents(mode)
+        self._step("agents", t0)
+        self.ctl.watch_events(self.tracker.on_event)
+        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE)
+        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
+        self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
+                                    show=opts.show)
+        self.sampler.start()
+        self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
+
+    def _start_controller(self, topo_path: Path, mode: PathMode) -> None:
+        assert self.mn is not None
+        smap = self.run_dir / "switches.json"
+        smap.write_text(json.dumps(self.mn.switch_map(), indent=1))
+        self.sock_dir = Path(tempfile.mkdtemp(prefix=f"mrcnet-{self.prefix}-"))
+        sock = self.sock_dir / "ctl.sock"
+        log = self.run_dir / "controller.log"
+        cmd = [sys.executable, "-m", "controller.server", "--unix", str(sock), "--topology",
+               str(topo_path), "--switches", str(smap), "--mode", mode.value,
+               "--cp-delay", str(self.opts.cp_delay)]
+        with open(log, "wb") as out:
+            self.controller = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                               stdin=subprocess.DEVNULL, start_new_session=True,
+                                               cwd=REPO)
+        proc = self.controller
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise FabricError(f"controller exited ({proc.returncode}) during start-up: "
+                                  f"{log.read_text(errors='replace').strip()[-600:]} "
+                                  f"(log {log})")
+            return "listening on" in log.read_text(errors="replace")
+
+        wait_until(ready, 90, f"the controller to program the switches (log {log})", 0.05)
+        self.ctl = CtlClient(f"unix:{sock}")
+
+    def agent_config(self, host: str, mode: PathMode) -> dict[str, Any]:
+        assert self.plan is not None and self.sock_dir is not None
+        h = self.plan.host(host)
+        return {
+            "name": host,
+            "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
+                       "neighbor_mac": p.neighbor_mac} for p in h.ports],
+            "ev_mode": mode.value,
+            "srv6_templates": h.srv6_templates,
+            "mtu": self.plan.topo.fabric.mtu,
+            "qlog_dir": str(self.run_dir / "qlog"),
+            "cc_window": self.opts.window,
+            "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
+            "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
+                      "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],
+        }
+
+    def _start_agents(self, mode: PathMode) -> None:
+        assert self.plan is not None and self.mn is not None
+        adir = self.run_dir / "agents"
+        adir.mkdir(exist_ok=True)
+        logs = {}
+        for h in self.plan.hosts:
+            cfg = adir / f"{h.name}.json"
+            cfg.write_text(json.dumps(self.agent_config(h.name, mode), indent=1))
+            log = logs[h.name] = adir / f"{h.name}.log"
+            with open(log, "wb") as out:
+                self.agents[h.name] = self.mn.hosts[h.name].popen(
+                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg)],
+                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
+
+        def ready() -> bool:
+            for name, proc in self.agents.items():
+                if proc.poll() is not None:
+                    raise FabricError(f"agent {name} exited ({proc.returncode}) during start-up:"
+                                      f" {logs[name].read_text(errors='replace')[-600:]} "
+                                      f"(log {logs[name]})")
+            return all(f"agent {n} ready" in logs[n].read_text(errors="replace")
+                       for n in self.agents)
+
+        wait_until(ready, 60, f"agents to register (logs in {adir})", 0.05)
+
+    # -- operations --------------------------------------------------------------------------
+    def check_alive(self) -> None:
+        """Raise FabricError if a process of the run died."""
+        if self.controller is not None and self.controller.poll() is not None:
+            raise FabricError(f"the controller exited; see {self.run_dir / 'controller.log'}")
+        for name, proc in self.agents.items():
+            if proc.poll() is not None:
+                raise FabricError(f"agent {name} exited ({proc.returncode}); see "
+                                  f"{self.run_dir / 'agents' / (name + '.log')}")
+        if self.mn is not None:
+            for name, sw in self.mn.switches.items():
+                if sw.proc is None or sw.proc.poll() is not None:
+                    raise FabricError(f"switch {name} exited; see {sw.log_path}")
+
+    # -- stop --------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop everything this run started (idempotent, SIGINT ignored meanwhile)."""
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:  # not the main thread
+            previous = None
+        try:
+            self._stop_all()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    def _stop_all(self) -> None:
+        if self.sampler is not None:
+            self.sampler.stop()
+        for name in list(self.agents):
+            _stop_process(self.agents.pop(name))
+        if self.ctl is not None:
+            self.ctl.close()
+            self.ctl = None
+        if self.controller is not None:
+            _stop_process(self.controller)
+            self.controller = None
+        if self.mn is not None:
+            self.mn.stop()
+        if self.sock_dir is not None:
+            shutil.rmtree(self.sock_dir, ignore_errors=True)
+            self.sock_dir = None
+
+
+def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """SIGTERM the process group led by ``proc`` (started in its own session), then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    except PermissionError:
+        proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout)

@@ -1,0 +1,128 @@
+"""The run plan: every name, address, port and link spec of a fabric, derived from a topology.
+
+Pure (no OS calls), so it is unit-testable and the builder only executes it:
+
+- interface names ``<prefix>s<switch order>p<port>`` / ``<prefix>h<host order>p<port>``
+  (at most 15 characters: the prefix is kept short);
+- MACs and GIDs from ``topologies.addressing`` (the same plan the switch tables use), and each
+  host port's static neighbour MAC (the switch port it is cabled to);
+- per switch port the egress link spec and, for host-facing ports, the ingress spec (host
+  links are shaped at the switch side in both directions);
+- per host the SRv6 templates toward every other host on every plane (SRv6 mode).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from common.netns import IFNAMSIZ
+from topologies.addressing import host_gid, mac, usid_of
+from topologies.evlayout import srv6_template
+from topologies.model import LinkParams, NodeKind, PathMode, Topology
+from topologies.paths import attached_switch
+
+
+class PlanError(ValueError):
+    """The topology cannot be run as asked (names too long, circuit fabric, ...)."""
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    name: str
+    device_id: int
+    ifnames: dict[int, str]  # P4 port -> interface
+    egress: dict[int, str]  # P4 port -> link spec (switch.main --link)
+    ingress: dict[int, str]  # host-facing P4 port -> link spec (--ingress-link)
+
+
+@dataclass(frozen=True)
+class HostPort:
+    port: int
+    ifname: str
+    mac: str
+    gid: str
+    neighbor_mac: str
+    switch: str
+    switch_port: int
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    name: str
+    ports: tuple[HostPort, ...]
+    srv6_templates: dict[str, dict[str, object]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FabricPlan:
+    topo: Topology
+    mode: PathMode
+    prefix: str
+    switches: tuple[SwitchPlan, ...]
+    hosts: tuple[HostPlan, ...]
+
+    def host(self, name: str) -> HostPlan:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise PlanError(f"no host {name!r} in {self.topo.name}")
+
+
+def link_spec(p: LinkParams) -> str:
+    return (f"rate={p.rate_bps:g},delay={p.delay_s:g},loss={p.loss:g},"
+            f"qpkts={p.queue_packets},qbytes={p.queue_bytes}")
+
+
+def _ifname(prefix: str, kind: str, order: int, port: int) -> str:
+    name = f"{prefix}{kind}{order}p{port}"
+    if len(name) > IFNAMSIZ:
+        raise PlanError(f"interface name {name!r} is longer than {IFNAMSIZ} characters; "
+                        "use a shorter run prefix")
+    return name
+
+
+def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
+    """All names and parameters of a run of ``topo`` in ``mode`` (raises PlanError)."""
+    from topologies.model import FabricKind
+
+    if topo.fabric.kind != FabricKind.PACKET:
+        raise PlanError(f"{topo.name} is a {topo.fabric.kind.value} fabric; mrcnet up runs "
+                        "packet fabrics (circuit fabrics are driven by mrcnet harvest)")
+    switches = []
+    for sw in topo.nodes_of(NodeKind.SWITCH):
+        ports = topo.ports(sw.name)
+        ifnames = {p: _ifname(prefix, "s", sw.order, p) for p in sorted(ports)}
+        egress = {p: link_spec(link.params) for p, link in ports.items()}
+        ingress = {p: link_spec(link.params) for p, link in ports.items()
+                   if topo.node(link.other(sw.name).node).kind == NodeKind.HOST}
+        switches.append(SwitchPlan(sw.name, sw.order + 1, ifnames, egress, ingress))
+    hosts = []
+    host_nodes = topo.nodes_of(NodeKind.HOST)
+    for h in host_nodes:
+        hports = []
+        for p, link in sorted(topo.ports(h.name).items()):
+            far = link.other(h.name)
+            hports.append(HostPort(
+                port=p, ifname=_ifname(prefix, "h", h.order, p), mac=mac(topo, h.name, p),
+                gid=str(host_gid(topo, h.name, p)), neighbor_mac=mac(topo, far.node, far.port),
+                switch=far.node, switch_port=far.port))
+        templates: dict[str, dict[str, object]] = {}
+        if mode == PathMode.SRV6:
+            for other in host_nodes:
+                if other.name == h.name:
+                    continue
+                for p in topo.ports(other.name):
+                    t = srv6_template(topo, p, h.name, other.name)
+                    slots = [{"base": s.base, "ev_shift": s.ev_shift, "ev_width": s.ev_width}
+                             for s in t.slots]
+                    if not slots:
+                        # Same leaf: the agent's framer needs a container for every SRv6
+                        # destination, so name the shared leaf, which decapsulates (its
+                        # <block>:<uSID>:0::/64 entry) and routes the inner packet.
+                        leaf, _ = attached_switch(topo, h.name, p)
+                        slots = [{"base": usid_of(topo, leaf).usid, "ev_shift": 0,
+                                  "ev_width": 0}]
+                    templates[str(host_gid(topo, other.name, p))] = {
+                        "block": hex(t.block), "slots": slots}
+        hosts.append(HostPlan(h.name, tuple(hports), templates))
+    return FabricPlan(topo, mode, prefix, tuple(switches), tuple(hosts))

@@ -1,0 +1,101 @@
+"""Results of a run: ``results.json`` and PNG plots in the run folder, and a summary table.
+
+Files (``results/runs/<run-id>/``):
+
+- ``results.json``: options, start-up timings, workload summaries (verified bytes, QP errors,
+  retransmissions, per-flow rows), link events (seconds since the stats clock start), EV
+  events, switch counter samples, convergence lines of the controller log;
+- ``goodput.png``: delivered throughput per plane over time, failures (red) and restorations
+  (green) marked;
+- ``ev_states.png``: EVs (over all QPs) currently ASSUMED_BAD over time, and the cumulative
+  number of ASSUMED_BAD and GOOD reports;
+- logs: ``controller.log``, ``switches/*.log``, ``agents/*.log``, qlog files under ``qlog/``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mrcnet.fabric.liveview import Sample
+
+
+def convergence_lines(run_dir: Path) -> list[str]:
+    log = run_dir / "controller.log"
+    if not log.exists():
+        return []
+    return [ln for ln in log.read_text(errors="replace").splitlines()
+            if ln.startswith("convergence ")]
+
+
+def write_json(run_dir: Path, data: dict[str, Any]) -> Path:
+    path = run_dir / "results.json"
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return path
+
+
+def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]],
+         ev_events: list[dict[str, Any]], planes: int) -> list[Path]:
+    """Write the PNG plots; returns their paths (none without samples)."""
+    if not samples:
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = []
+    t = [s.t for s in samples]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for p in range(planes):
+        ax.plot(t, [s.plane_bps[p] / 1e6 for s in samples], label=f"plane {p}")
+    _mark(ax, link_events)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("delivered to hosts (Mb/s)")
+    ax.set_title("Throughput per plane")
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = run_dir / "goodput.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    out.append(path)
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.step(t, [s.ev_bad for s in samples], where="post", label="EVs ASSUMED_BAD now")
+    for state, style in (("ASSUMED_BAD", "r--"), ("GOOD", "g--")):
+        times = sorted(e["t"] for e in ev_events if e["state"] == state)
+        if times:
+            ax.plot(times, range(1, len(times) + 1), style, label=f"{state} reports (total)")
+    _mark(ax, link_events)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("EVs (all QPs)")
+    ax.set_title("EV states")
+    ax.legend(loc="best")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = run_dir / "ev_states.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    out.append(path)
+    return out
+
+
+def _mark(ax: Any, link_events: list[dict[str, Any]]) -> None:
+    for e in link_events:
+        ax.axvline(e["t"], color="green" if e["up"] else "red", linestyle=":",
+                   label=f"{e['link']} {'up' if e['up'] else 'down'}")
+
+
+def summary_table(workloads: list[dict[str, Any]]) -> str:
+    rows = [("workload", "qp", "flows", "verified", "MiB", "QP errors", "rtx pkts", "s")]
+    for w in workloads:
+        rows.append((w["workload"], w["qp_type"], str(w["flows"]),
+                     f"{w['verified_flows']}/{w['flows']}", f"{w['verified_bytes'] / 2**20:.1f}",
+                     str(w["qp_errors"]), str(w["retransmitted_packets"]),
+                     f"{w['seconds']:.2f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""A scenario on a running fabric: workload rounds, a failure schedule, the results.
+
+``run_scenario`` submits the workload, starts the link-event schedule at the same moment,
+resubmits the workload round after round until ``duration`` seconds have passed (at least
+one round; every round is verified), then writes ``results.json`` and the plots and returns
+the results dictionary (``completed``, ``verified_bytes``, ``qp_errors``, ``results_dir``, ...).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import Any
+
+from mrcnet.fabric import results
+from mrcnet.fabric.failures import LinkEvent, Scheduler
+from mrcnet.fabric.orchestrator import Fabric
+
+
+def apply_link_event(fab: Fabric, ev: LinkEvent) -> None:
+    assert fab.ctl is not None
+    fab.ctl.set_link(ev.endpoint, ev.up)
+
+
+def run_scenario(
+    fab: Fabric,
+    workload: str | None,
+    size: int,
+    qp_type: str = "MRC",
+    events: list[LinkEvent] | None = None,
+    duration: float | None = None,
+    timeout: float = 120.0,
+    seed: int = 1,
+) -> dict[str, Any]:
+    assert fab.runner is not None
+    sched = Scheduler(list(events or []), lambda ev: apply_link_event(fab, ev))
+    summaries: list[dict[str, Any]] = []
+    start = time.monotonic()
+    sched.start()
+    try:
+        rounds = 0
+        while workload is not None:
+            rounds += 1
+            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout)
+            fab.runner.wait(wl, timeout + 30, fab.check_alive)
+            summaries.append(wl.summary())
+            fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
+                    f"{len(wl.flows)} flows verified in {summaries[-1]['seconds']:.2f} s")
+            if duration is None or time.monotonic() - start >= duration:
+                break
+        if duration is not None:  # let the failure schedule (and the view) play out
+            end = start + max(duration, max((e.at for e in sched.events), default=0.0))
+            while time.monotonic() < end:
+                fab.check_alive()
+                time.sleep(0.1)
+    finally:
+        sched.stop()
+    return collect(fab, summaries, sched)
+
+
+def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | None) -> dict[str, Any]:
+    """Assemble, save and plot the results of what ran so far."""
+    if fab.sampler is not None:
+        fab.sampler.sample()
+    t0 = fab.tracker.t0
+    link_events = [{"t": t - t0, "link": ev.label, "up": ev.up} for t, ev in
+                   (sched.applied if sched else [])]
+    samples = list(fab.sampler.samples) if fab.sampler else []
+    mtu = fab.topo.fabric.mtu if fab.topo else 4096
+    rtx = sum(int(w["retransmitted_packets"]) for w in summaries)
+    out: dict[str, Any] = {
+        "run_id": fab.run_id,
+        "results_dir": str(fab.run_dir),
+        "topology": fab.topo.name if fab.topo else None,
+        "mode": fab.mode.value if fab.mode else None,
+        "switch": fab.opts.switch,
+        "rate": fab.opts.rate,
+        "cp_delay": fab.opts.cp_delay,
+        "completed": bool(summaries) and all(w["completed"] for w in summaries),
+        "verified_bytes": sum(int(w["verified_bytes"]) for w in summaries),
+        "qp_errors": sum(int(w["qp_errors"]) for w in summaries),
+        "retransmitted_packets": rtx,
+        "retransmitted_bytes": rtx * mtu,
+        "workloads": summaries,
+        "link_events": link_events,
+        "failure_errors": sched.errors if sched else [],
+        "ev_counts": fab.tracker.counts(),
+        "ev_events": fab.tracker.events[-5000:],
+        "samples": [asdict(s) for s in samples],
+        "convergence": results.convergence_lines(fab.run_dir),
+        "timings": fab.timings,
+    }
+    plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
+                         fab.topo.fabric.planes if fab.topo else 1)
+    out["plots"] = [str(p) for p in plots]
+    results.write_json(fab.run_dir, out)
+    return out
