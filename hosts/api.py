@@ -31,6 +31,7 @@ completion channel (or polls) like it would with verbs.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -169,12 +170,24 @@ class CompletionChannel:
         self._cond = threading.Condition()
         self._ready: deque[CQ] = deque()
         self._cqs = 0  # CQs using this channel
+        self._fd = -1
         self.destroyed = False
 
     def _notify(self, cq: CQ) -> None:
         with self._cond:
             self._ready.append(cq)
             self._cond.notify_all()
+            if self._fd >= 0:
+                os.eventfd_write(self._fd, 1)
+
+    def fileno(self) -> int:
+        """A file descriptor that is readable while a CQ event is pending (the channel's fd in
+        verbs), for applications that wait on several sources with select/epoll."""
+        with self._cond:
+            if self._fd < 0:
+                self._fd = os.eventfd(len(self._ready), os.EFD_NONBLOCK | os.EFD_SEMAPHORE
+                                      | os.EFD_CLOEXEC)
+            return self._fd
 
     def get_cq_event(self, timeout: float | None = None) -> CQ | None:
         """Block until an armed CQ got a completion; None on timeout. Acknowledge with
@@ -185,6 +198,11 @@ class CompletionChannel:
             if not self._ready:
                 return None
             cq = self._ready.popleft()
+            if self._fd >= 0:
+                try:
+                    os.eventfd_read(self._fd)
+                except BlockingIOError:
+                    pass
             cq.events_delivered += 1
             return cq
 
@@ -200,6 +218,9 @@ class CompletionChannel:
                 raise ApiError("completion channel still used by a CQ")
             self.destroyed = True
             self._cond.notify_all()
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
 
 class CQ:

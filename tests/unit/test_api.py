@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import select
 import threading
 from collections.abc import Iterator
 
@@ -113,13 +114,21 @@ def test_waiting_thread_is_woken_by_completion(pair: Pair) -> None:
     buf = bytearray(b"x" * 5000)
     mr_a, mr_b = ca.reg_mr(buf), cb.reg_mr(bytearray(5000))
     woken: list[CQ | None] = []
+    fd = chan.fileno()
+    assert select.select([fd], [], [], 0)[0] == []  # nothing pending
     cq_a.req_notify()
     t = threading.Thread(target=lambda: woken.append(chan.get_cq_event(timeout=10)))
     t.start()
     qa.post_send(SendWR(9, WrOpcode.WRITE, mr_a.addr, 5000, mr_a.lkey, mr_b.addr, mr_b.rkey))
     t.join(15)
     assert woken == [cq_a]
-    assert [w.wr_id for w in cq_a.poll(4)] == [9]
+    assert select.select([fd], [], [], 0)[0] == []  # the event was consumed
+    cq_a.req_notify()
+    qa.post_send(SendWR(10, WrOpcode.WRITE, mr_a.addr, 10, mr_a.lkey, mr_b.addr, mr_b.rkey))
+    assert select.select([fd], [], [], 10)[0] == [fd]
+    assert chan.get_cq_event(timeout=0) is cq_a
+    chan.ack_cq_events(cq_a, 2)
+    assert [w.wr_id for w in cq_a.poll(4)] == [9, 10]
 
 
 def test_misuse_gives_clear_errors(pair: Pair) -> None:
