@@ -263,7 +263,9 @@ def measure(
                 c0, t0, p0 = _cpu_seconds(sw.process.pid), time.monotonic(), tx_packets()
                 time.sleep(seconds)
                 c1, t1, p1 = _cpu_seconds(sw.process.pid), time.monotonic(), tx_packets()
-                windows.append(((p1 - p0) / (t1 - t0), (p1 - p0) / max(c1 - c0, 1e-3)))
+                windows.append(
+                    ((p1 - p0) / (t1 - t0), (p1 - p0) / max(c1 - c0, 1e-3), (c1 - c0) / (t1 - t0))
+                )
             gen.popen.wait(flood + 30)
             _wait_idle(tx_packets)
             sent_line = (workdir / "flood.log").read_text().split()
@@ -275,6 +277,7 @@ def measure(
             result["packets_per_s"] = round(best[0])
             result["packets_per_cpu_s"] = round(best[1])
             result["packets_per_s_windows"] = [round(w[0]) for w in windows]
+            result["switch_cpu_share"] = round(best[2], 3)  # CPU-seconds per second
 
             # -- link-rate accuracy ---------------------------------------------------------
             accuracy: dict[str, float] = {}
@@ -353,7 +356,10 @@ def run(args: argparse.Namespace) -> int:
             f"packets/s             {figures['packets_per_s']:,} "
             f"(target {TARGET_PPS:,}; windows {figures['packets_per_s_windows']})"
         )
-        print(f"packets/CPU-second    {figures['packets_per_cpu_s']:,}")
+        print(
+            f"packets/CPU-second    {figures['packets_per_cpu_s']:,} "
+            f"(the switch got {figures['switch_cpu_share']:.0%} of a core)"
+        )
         for label, ratio in figures["rate_accuracy"].items():
             print(
                 f"rate accuracy {label:7s} {ratio:.4f} (measured / configured, "
