@@ -1,0 +1,18 @@
+"""`mrcnet bench codec --json` runs and prints the documented figures (no timing thresholds)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mrcnet.cli import main as cli_main
+
+
+def test_codec_bench_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "codec", "--json", "--seconds", "0.05", "--rounds", "1"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("packets_per_s", "packets_per_s_verified", "encode_per_s", "decode_per_s"):
+        assert isinstance(figures[key], int) and figures[key] > 0
+    assert figures["frame_bytes"] == 14 + 40 + 8 + 12 + 4 + 16 + 4096 + 4
+    assert figures["meets_target"] == (figures["packets_per_s"] >= figures["target_packets_per_s"])
