@@ -198,7 +198,9 @@ class HostCore:
             out["bytes_in_flight"] = qp.req.inflight
             out["tx_data"] = qp.req.txseq
             out["tx_rtx"] = qp.req.n_rtx
-            out["reorder_threshold"] = qp.req.detector.threshold
+            thr = getattr(qp.req.detector, "threshold", None)
+            if isinstance(thr, int):
+                out["reorder_threshold"] = thr
         if qp.resp is not None:
             out["rx_data"] = qp.resp.n_rx_data
         return out

@@ -283,12 +283,15 @@ class Qp:
         active = profile.active_count
         if self.qp_type == QpType.RC:
             active = 1
+        seed = self.cfg.seed * 1_000_003 + self.qpn
+        factory = self.cfg.spray_factory
         self.ev = EvManager(
             entries,
             active_count=active,
             min_active=profile.ev_min_active,
-            seed=self.cfg.seed * 1_000_003 + self.qpn,
+            seed=seed,
             emit=self._on_ev_change,
+            policy=factory(len(entries), seed) if factory is not None else None,
         )
         self.ev.set_masks(local_mask=self.host.port_status_mask)
 

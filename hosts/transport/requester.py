@@ -14,7 +14,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from hosts.transport.cc import NackFeedback, SackFeedback
-from hosts.transport.loss import ReorderThreshold
+from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.ops import (
     OP_PROBE,
     OP_WRITE_FIRST,
@@ -132,7 +132,11 @@ class Requester:
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
         self.order: deque[tuple[int, int, float]] = deque()  # (txseq, psn, time) sent order
-        self.detector = ReorderThreshold(qp.cfg.reorder_threshold, max(1, mpr_psns // 2))
+        self.detector: LossDetector = (
+            qp.cfg.loss_factory(qp.qpn)
+            if qp.cfg.loss_factory is not None
+            else ReorderThreshold(qp.cfg.reorder_threshold, max(1, mpr_psns // 2))
+        )
         self.unsent: deque[Wqe] = deque()
         self.outstanding: deque[Wqe] = deque()  # started, not completed
         self.msn = 0

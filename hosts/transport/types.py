@@ -17,6 +17,8 @@ from hosts.wire import MrcPacket
 
 if TYPE_CHECKING:
     from hosts.transport.cc import CongestionControl
+    from hosts.transport.ev import SprayPolicy
+    from hosts.transport.loss import LossDetector
     from hosts.transport.profiles import CcProfile
 
 
@@ -304,6 +306,9 @@ class HostConfig:
     endpoint_retries: int = 3  # port status update retransmissions
     default_cc_window: int = 1 << 30  # bytes, for the default NoCongestionControl
     cc_factory: Callable[[CcProfile | None, int], CongestionControl] | None = None
+    # pluggable policies: (number of EVs, seed) -> spraying policy; (qpn) -> loss detector
+    spray_factory: Callable[[int, int], SprayPolicy] | None = None
+    loss_factory: Callable[[int], LossDetector] | None = None
     seed: int = 1  # rotation permutations and request ids (deterministic)
     log_packets: bool = False  # emit a LogRecord per data packet sent/received (costly)
     rx_penalty: int = 0  # responder backpressure (CC_STATE rcv_cwnd_pen), 0..127

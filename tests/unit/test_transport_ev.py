@@ -375,3 +375,50 @@ def test_control_packets_use_the_profiles_control_evs() -> None:
     net.run(lambda: len([e for e in net.events[0] if type(e).__name__ == "Completion"]) >= 2)
     sacks = [tx for (_t, s, tx) in net.sent if s == 1 and tx.pkt.bth.opcode == Opcode.SACK]
     assert sacks and {(tx.port, tx.ev) for tx in sacks} == {(0, 0x66)}
+
+
+def test_pluggable_spray_policy_and_loss_detector() -> None:
+    from collections.abc import Sequence
+
+    from hosts.transport.loss import LossDetector
+
+    class FirstOnly:
+        def __init__(self, n: int, seed: int) -> None:
+            self.usable: list[int] = []
+
+        def rebuild(self, usable: Sequence[int]) -> None:
+            self.usable = list(usable)
+
+        def pick(self, avoid: int) -> tuple[int, bool]:
+            choices = [i for i in self.usable if i != avoid] or self.usable
+            return (choices[0] if choices else -1), False
+
+    class Never:
+        def on_acked(self, max_txseq: int) -> None:
+            return None
+
+        def is_lost(self, txseq: int) -> bool:
+            return False
+
+        def on_spurious(self) -> None:
+            return None
+
+    def never(_qpn: int) -> LossDetector:
+        return Never()
+
+    p = make_pair(
+        256 * KIB,
+        LinkModel(loss=0.05, seed=4),
+        per_plane=8,
+        spray_factory=FirstOnly,
+        loss_factory=never,
+    )
+    p.net.record = True
+    p.write(1, 0, 256 * KIB)
+    assert p.run_until_completions(1)
+    assert p.dst == p.src
+    first = {tx.ev for (_t, s, tx) in p.net.sent if s == 0 and is_data(tx) and not tx.pkt.bth.rtx}
+    assert len(first) == 1  # the policy decided
+    st = p.a.qp_stats(p.qa)
+    assert p.net.stats["dropped"] > 0 and st.get("loss_fast", 0) == 0  # the detector decided
+    assert st.get("loss_probe", 0) + st.get("timeouts", 0) > 0
