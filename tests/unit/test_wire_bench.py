@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
-from mrcnet.cli import main as cli_main
+from hosts.wire import bench
 
 
 def test_codec_bench_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli_main(["bench", "codec", "--json", "--seconds", "0.05", "--rounds", "1"]) == 0
+    parser = argparse.ArgumentParser()
+    bench.add_arguments(parser)
+    assert bench.run(parser.parse_args(["--json", "--seconds", "0.05", "--rounds", "1"])) == 0
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     for key in ("packets_per_s", "packets_per_s_verified", "encode_per_s", "decode_per_s"):
         assert isinstance(figures[key], int) and figures[key] > 0
