@@ -175,3 +175,37 @@ def test_ingress_shaping_and_seeded_random_loss(lab: Lab) -> None:
         assert [psn_of(f) for _, _, f in sniffer.result().frames] == survivors
         port2 = admin.GetPorts(pb.GetPortsRequest(ports=[2])).ports[0]
         assert port2.egress.loss_drops == n - len(survivors)
+
+
+def test_ctl_cli_drives_links_ports_and_captures(lab: Lab, tmp_path: Path) -> None:
+    ns, sw = _two_port_switch(lab)
+
+    def ctl(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "switch.ctl", sw.address, *argv],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    pcap = tmp_path / "c.pcap"
+    with connect(sw) as client, grpc.insecure_channel(sw.address) as channel:
+        admin = pb_grpc.SwitchAdminStub(channel)
+        route(client, "fd00:0:0:2::", 64, 2)
+        out = ctl("link", "2", "rate=5e8,delay=2e-6")
+        assert out.returncode == 0 and "rate_bps: 500000000.0" in out.stdout
+        info = admin.GetPorts(pb.GetPortsRequest(ports=[2])).ports[0]
+        assert info.egress_link.rate_bps == 5e8 and info.egress_link.delay_s == 2e-6
+        assert ctl("capture", "2", str(pcap), "--direction", "tx").returncode == 0
+        sniffer = lab.sniff(ns, [lab.ifname("h2")], count=2, marks=0)
+        lab.send(ns, lab.ifname("h1"), [mrc_frame(DST, psn=1), mrc_frame(DST, psn=2)])
+        assert len(sniffer.result().frames) == 2
+        out = ctl("stop-capture", "2")
+        assert "2 packets written" in out.stdout
+        assert [psn_of(bytes(p)) for p in rdpcap(str(pcap))] == [1, 2]
+        out = ctl("port", "2", "down")
+        assert out.returncode == 0 and "admin down" in out.stdout
+        assert not admin.GetPorts(pb.GetPortsRequest(ports=[2])).ports[0].admin_up
+        bad = ctl("port", "7", "up")
+        assert bad.returncode == 1 and "NOT_FOUND" in bad.stderr
+        assert ctl("link", "2", "loss=3").returncode == 2

@@ -104,3 +104,16 @@ def test_bench_frame_is_a_consistent_write_only_packet() -> None:
     assert len(frame) == 14 + 40 + 8 + 12 + 4 + 16 + 4096 + 4
     assert pkt[IPv6].plen == len(frame) - 54 and pkt[UDP].len == len(frame) - 54
     assert pkt[UDP].dport == 4791 and bytes(pkt[UDP].payload)[0] == 0xCA
+
+
+def test_ctl_link_update_sets_exactly_the_given_fields() -> None:
+    from switch.ctl import link_update
+
+    upd = link_update("rate=1e9, qpkts=128")
+    assert upd.HasField("rate_bps") and upd.rate_bps == 1e9
+    assert upd.HasField("qpkts") and upd.qpkts == 128
+    assert not upd.HasField("delay_s") and not upd.HasField("loss")
+    with pytest.raises(ValueError, match="loss"):
+        link_update("loss=2")
+    with pytest.raises(ValueError, match="administrative"):
+        link_update("up=0")
