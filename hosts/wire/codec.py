@@ -175,6 +175,7 @@ _PACKET_STACKS = build_packet_stacks()  # BTH | ... (no network headers, no ICRC
 _ETH_STACKS = build_stacks(True)  # plain frames: Ethernet | IPv6 | UDP | BTH | ...
 _INNER_STACKS = build_stacks(False)  # SRv6: inner IPv6 | UDP | BTH | ... after the outer part
 _TSH_BIT = 0x10  # BTH byte 8
+_new = object.__new__
 _PLAIN_BTH = _ETH_LEN + _IP_LEN + _UDP_LEN  # BTH offset in a plain frame
 
 
@@ -364,4 +365,13 @@ def _decode_srv6(data: Buffer, n: int) -> tuple[Srv6Outer, int, int]:
         raise WireError(f"SRv6 outer header carries next header {nh}, expected IPv6 (41)", off)
     if limit - off < _IP_LEN:
         raise WireError("truncated inner IPv6 header", off)
-    return Srv6Outer(src, dst, segs, left, dscp, ecn, fl, hlim), off, limit
+    outer = _new(Srv6Outer)  # fields come from struct: lengths are right, skip __post_init__
+    outer.src = src
+    outer.dst = dst
+    outer.segments = segs
+    outer.segments_left = left
+    outer.dscp = dscp
+    outer.ecn = ecn
+    outer.flow_label = fl
+    outer.hop_limit = hlim
+    return outer, off, limit
