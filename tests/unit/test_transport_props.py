@@ -95,3 +95,59 @@ def test_transfer_properties(
     ]
     assert NackReason.PSN_OOR_WINDOW not in nacks
     assert p.a.stats.get("rx_errors", 0) == 0 and p.b.stats.get("rx_errors", 0) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    order=st.permutations(list(range(200))).map(lambda p: p[: len(p) - len(p) // 3]),
+    start=st.sampled_from([0, (1 << 24) - 100]),
+    coalesce=st.integers(1, 16),
+)
+def test_sacks_report_every_arrival(order: list[int], start: int, coalesce: int) -> None:
+    """Feed a responder PSNs in arbitrary order (a third never arrive); the union of what its
+    SACKs acknowledge (cumulative part + bitmaps) must equal the set that arrived."""
+    from hosts.transport import RxMeta
+    from hosts.wire import Bth, Meth, MrcPacket, Reth
+    from tests.unit.transport_util import gid
+
+    p = make_pair(4096, opts=QpOptions(mpr=4, start_psn=start), ack_coalesce=coalesce)
+    meta = RxMeta(0, gid(1, 0), gid(2, 0), 0x8000)
+    reported: set[int] = set()
+    cack = start - 1
+    now = 0.0
+
+    def collect() -> None:
+        nonlocal cack
+        for tx in p.b.packets_to_send(now):
+            s = tx.pkt.seth
+            assert s is not None
+            c = unwrap_psn(s.cack_psn, cack)
+            assert c >= cack  # cumulative ACK never goes backwards
+            cack = c
+            base = c + s.sack_offset
+            reported.update(base + i for i in range(64) if (s.bitmap >> i) & 1)
+
+    for rel in order:
+        psn = start + rel
+        pkt = MrcPacket(
+            Bth(opcode=Opcode.WRITE_MIDDLE, dest_qp=p.qb, psn=psn & 0xFFFFFF),
+            Meth(0, 0),
+            None,
+            Reth(p.mb.addr, p.mb.rkey, 8),
+            payload=b"\x01" * 8,
+        )
+        now += 1e-6
+        p.b.receive(pkt, meta, now)
+        collect()
+    t = p.b.get_timer()
+    if t is not None:
+        now = t
+        p.b.handle_timer(now)
+        collect()
+    arrived = {start + r for r in order}
+    acked = {q for q in arrived if q <= cack} | reported
+    assert acked == arrived
+    expected_cack = start - 1
+    while expected_cack + 1 in arrived:
+        expected_cack += 1
+    assert cack == expected_cack
