@@ -38,10 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc-window", type=int, default=256 << 10,
                         help="bytes in flight per QP of the fixed-window CC (default 256 KiB: "
                              "without NSCC an unbounded window only builds queues)")
-    parser.add_argument("--trim-at", type=int, default=32,
-                        help="switch trims trimmable packets at this queue depth (0: never)")
-    parser.add_argument("--qpkts", type=int, default=64,
-                        help="packets per queue of the 1 Gb/s link")
+    parser.add_argument("--trim-at", type=int, default=0,
+                        help="switch trims trimmable packets at this queue depth (default 0: "
+                             "never; without NSCC pacing, window-sized bursts would be trimmed)")
+    parser.add_argument("--qpkts", type=int, default=128,
+                        help="packets per queue of the 1 Gb/s link (default 128: holds the "
+                             "default window)")
     parser.add_argument("--results", default="results/bench", help="folder for the saved JSON")
 
 
