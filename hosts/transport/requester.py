@@ -147,6 +147,7 @@ class Requester:
         self.last_progress = now
         self.last_feedback = now
         self.probe_pending = False
+        self.last_now = now
         self.probe_id = 0
         self.probe_time = 0.0
         self.rcvd_bytes_wire = 0
@@ -323,6 +324,7 @@ class Requester:
 
     # -- acknowledgements ---------------------------------------------------------------
     def on_sack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+        self.last_now = now
         qp = self.qp
         s = pkt.seth
         c = pkt.cc_state
@@ -521,6 +523,13 @@ class Requester:
             break
         if found:
             self.qp.count("loss_fast", found)
+            self._log_lost("fast", found)
+
+    def _log_lost(self, trigger: str, count: int) -> None:
+        """qlog-like record of a loss detection (one per detection batch, not per packet)."""
+        self.qp.log(
+            self.last_now, "recovery:packets_lost", trigger=trigger, count=count, una=self.una
+        )
 
     def _probe_inference(self, base: int) -> None:
         """A probe answer shows the responder's state after everything sent before the probe
@@ -538,6 +547,7 @@ class Requester:
         self.probe_time = 0.0
         if found:
             self.qp.count("loss_probe", found)
+            self._log_lost("probe", found)
 
     def on_nack(self, pkt: MrcPacket, meta: object, now: float) -> None:
         qp = self.qp
@@ -637,6 +647,7 @@ class Requester:
         return t
 
     def handle_timer(self, now: float) -> None:
+        self.last_now = now
         qp = self.qp
         if self.una >= self.next_psn:
             return
@@ -696,6 +707,7 @@ class Requester:
                 found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)
+            self._log_lost("per_packet_timer", found)
             self.qp.host.mark_ready(self.qp)
 
     def _send_probe(self, now: float) -> None:
@@ -722,6 +734,7 @@ class Requester:
     # -- failures -----------------------------------------------------------------------
     def requeue_ports(self, ports: set[int], now: float) -> None:
         """Packets in flight on EVs of planes that went away are retransmitted elsewhere."""
+        self.last_now = now
         ev = self.qp.ev
         assert ev is not None
         found = 0
@@ -731,6 +744,7 @@ class Requester:
                 found += 1
         if found:
             self.qp.count("loss_plane_down", found)
+            self._log_lost("plane_down", found)
 
     def flush(self) -> list[Wqe]:
         """Everything not completed, in posting order (the QP is going to ERR)."""

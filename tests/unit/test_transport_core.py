@@ -411,6 +411,12 @@ def test_tail_loss_recovered_by_reliability_probe_before_timeout() -> None:
     st = p.a.qp_stats(p.qa)
     assert st.get("tx_probe", 0) >= 1 and st.get("loss_probe", 0) == 1
     assert st.get("timeouts", 0) == 0
+    lost = [
+        e.data
+        for e in p.net.events[0]
+        if isinstance(e, LogRecord) and e.name == "recovery:packets_lost"
+    ]
+    assert lost == [{"trigger": "probe", "count": 1, "una": 15}]
     assert p.net.now < ack_timeout(12)
     assert p.dst == p.src
 
