@@ -104,3 +104,56 @@ def read_qlog(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if header.get("qlog_version") != QLOG_VERSION:
         raise ValueError(f"{path}: not a qlog file of version {QLOG_VERSION}")
     return header, [json.loads(line) for line in lines[1:] if line]
+
+
+def summarize(path: str | Path) -> dict[str, Any]:
+    """Per-file summary: event counts by name, time span (ms) and the last metrics record."""
+    header, events = read_qlog(path)
+    counts: dict[str, int] = {}
+    last_metrics: dict[str, Any] | None = None
+    for e in events:
+        counts[e["name"]] = counts.get(e["name"], 0) + 1
+        if e["name"] in ("mrc:qp_metrics", "mrc:metrics_sampled"):
+            last_metrics = e["data"]
+    common = header.get("trace", {}).get("common_fields", {})
+    return {
+        "file": str(path),
+        "host": common.get("host"),
+        "qpn": common.get("qpn"),
+        "span_ms": (events[-1]["time"] - events[0]["time"]) if events else 0.0,
+        "events": counts,
+        "last_metrics": last_metrics,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m hosts.agent.qlog DIR_OR_FILES... [--json]``: summarise qlog files."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m hosts.agent.qlog", description=main.__doc__)
+    parser.add_argument("paths", nargs="+", help="qlog files or directories holding them")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    files: list[Path] = []
+    for p in map(Path, args.paths):
+        files.extend(sorted(p.glob("*.qlog.jsonl")) if p.is_dir() else [p])
+    out = []
+    for f in files:
+        try:
+            out.append(summarize(f))
+        except (OSError, ValueError) as exc:
+            print(f"{f}: {exc}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(json.dumps(out))
+        return 0
+    for s in out:
+        who = f"{s['host']} " + ("agent" if s["qpn"] is None else f"qp {s['qpn']}")
+        events = ", ".join(f"{k.split(':', 1)[-1]}={v}" for k, v in sorted(s["events"].items()))
+        print(f"{who:<16} {s['span_ms'] / 1000:8.2f} s  {events}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

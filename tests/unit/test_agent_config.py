@@ -135,3 +135,22 @@ def test_netlink_garbage_is_skipped_not_raised() -> None:
     assert parse_link_messages(good[:-3]) == []  # truncated message
     bad_len = struct.pack("=IHHII", 4, RTM_NEWLINK, 0, 0, 0)
     assert parse_link_messages(bad_len + good) == []
+
+
+def test_qlog_summary_counts_events_and_keeps_last_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hosts.agent.qlog import main, summarize
+
+    w = QlogWriter(tmp_path, "h9", t0=0.0)
+    w.event(5, "mrc:qp_metrics", {"tx_data": 1}, 1.0)
+    w.event(5, "mrc:ev_state_changed", {"ev": 1}, 1.5)
+    w.event(5, "mrc:qp_metrics", {"tx_data": 7}, 3.0)
+    w.close()
+    s = summarize(tmp_path / "h9-qp5.qlog.jsonl")
+    assert s["events"] == {"mrc:qp_metrics": 2, "mrc:ev_state_changed": 1}
+    assert s["span_ms"] == 2000.0 and s["last_metrics"] == {"tx_data": 7} and s["qpn"] == 5
+    assert main([str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["host"] == "h9"
+    (tmp_path / "bad.qlog.jsonl").write_text('{"qlog_version": "0.1"}\n')
+    assert main([str(tmp_path / "bad.qlog.jsonl")]) == 1
