@@ -12,6 +12,7 @@ locks and every admin read is a consistent snapshot.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
 import select
@@ -33,6 +34,29 @@ log = logging.getLogger("switch.dataplane")
 T = TypeVar("T")
 RX_BATCH = 64  # frames read from one port before looking at the others
 PortStatusHook = Callable[[int, bool], None]
+
+
+_FD_SETSIZE = 1024
+
+
+def _select_wait(fds: list[int], timeout: float | None) -> list[int]:
+    """select(): microsecond timeouts, so departures are not rounded to milliseconds."""
+    readable, _, _ = select.select(fds, [], [], timeout)
+    return readable
+
+
+def _poll_wait(fds: list[int]) -> Callable[[list[int], float | None], list[int]]:
+    """poll() for processes with descriptors beyond select's limit (millisecond timeouts,
+    rounded up; the ideal-time schedule keeps the average rate exact anyway)."""
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+
+    def wait(_fds: list[int], timeout: float | None) -> list[int]:
+        ms = None if timeout is None else math.ceil(timeout * 1000)
+        return [fd for fd, _ev in poller.poll(ms)]
+
+    return wait
 
 
 @dataclass(slots=True)
@@ -206,6 +230,7 @@ class Dataplane:
         socks = {n: p.sock for n, p in ports.items()}
         tx: list[tuple[int, bytes]] = []
         rx: list[tuple[int, bytes]] = []
+        wait = _select_wait if max(read_fds) < _FD_SETSIZE else _poll_wait(read_fds)
         with self._direct:
             self._running = True
         log.info("data plane running on %d ports", len(ports))
@@ -229,7 +254,7 @@ class Dataplane:
                     if timeout < 0:
                         timeout = 0.0
                 try:
-                    readable, _, _ = select.select(read_fds, [], [], timeout)
+                    readable = wait(read_fds, timeout)
                 except InterruptedError:
                     continue
                 if not readable:

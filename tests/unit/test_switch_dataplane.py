@@ -122,3 +122,29 @@ def test_queued_path_tail_drop_and_admin_down(rig: Rig) -> None:
     rig.send(1, b"\x01kept")
     assert rig.recv(2, 1) == [b"\x01kept"]
     assert rig.dp.call(lambda: rig.tm.egress[2].stats.down_drops) == 1
+
+
+def test_poll_fallback_for_high_descriptors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond select's descriptor limit the loop waits with poll(); timeouts still work."""
+    import switch.dataplane as dataplane
+
+    monkeypatch.setattr(dataplane, "_FD_SETSIZE", 0)
+    used: list[int] = []
+    real = dataplane._poll_wait
+
+    def spy(fds: list[int]) -> object:
+        used.extend(fds)
+        return real(fds)
+
+    monkeypatch.setattr(dataplane, "_poll_wait", spy)
+    r = Rig(LinkConfig(rate_bps=8e5, delay_s=0.01))
+    try:
+        r.send(1, b"\x01" + bytes(999), b"\x02" + bytes(999))  # 10 ms each + 10 ms delay
+        assert [f[0] for f in r.recv(2, 2)] == [1, 2]
+        r.send(1, b"BUG")
+        r.send(2, b"\x00x")
+        assert r.recv(1, 1) == [b"\x00x"]
+        assert r.dp.call(lambda: r.dp.misc["pipeline_errors"]) == 1
+        assert len(used) == 3  # two ports and the wake-up pipe went to poll()
+    finally:
+        r.close()
