@@ -99,7 +99,8 @@ def encode_packet(pkt: MrcPacket, buf: bytearray | memoryview, offset: int = 0) 
     """
     bth = pkt.bth
     tsh = pkt.tseth is not None
-    stack = _PACKET_STACKS.get((bth.opcode << 1) | tsh)
+    key = (bth.opcode << 1) | tsh
+    stack = _PACKET_STACKS.get(key) or _PACKET_STACKS.build(key)
     if stack is None:
         if tsh and (bth.opcode & 0xFF) in _OPINFO:
             raise WireError(f"{Opcode(bth.opcode).name} cannot carry a TSETH", offset)
@@ -149,7 +150,8 @@ def decode_packet(data: Buffer, offset: int = 0, end: int | None = None) -> MrcP
     if offset < 0 or end < 0:
         raise WireError("negative offset", 0)
     if end - offset >= _BTH_LEN:
-        stack = _PACKET_STACKS.get((mv[offset] << 1) | (mv[offset + 8] & _TSH_BIT != 0))
+        key = (mv[offset] << 1) | (mv[offset + 8] & _TSH_BIT != 0)
+        stack = _PACKET_STACKS.get(key) or _PACKET_STACKS.build(key)
         if stack is not None and offset + stack.size <= end:
             return stack.decode(mv, offset, end)
     pkt, off, has_payload = _decode_headers(mv, offset, end)  # raises the precise error
@@ -205,10 +207,10 @@ def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offs
     srv6 = frame.srv6
     key = (bth.opcode << 1) | tsh
     if srv6 is None:
-        stack = _ETH_STACKS.get(key)
+        stack = _ETH_STACKS.get(key) or _ETH_STACKS.build(key)
         start = offset
     else:
-        stack = _INNER_STACKS.get(key)
+        stack = _INNER_STACKS.get(key) or _INNER_STACKS.build(key)
         start = offset + _outer_len(frame)
     if stack is None:
         if tsh and (bth.opcode & 0xFF) in _OPINFO:
@@ -275,7 +277,8 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
         raise WireError(f"frame too short ({n} bytes) for Ethernet + IPv6", 0)
     nh = mv[20]
     if nh == L.IPPROTO_UDP and n >= _PLAIN_BTH + _BTH_LEN:  # fast path: a plain frame
-        stack = _ETH_STACKS.get((mv[_PLAIN_BTH] << 1) | (mv[_PLAIN_BTH + 8] & _TSH_BIT != 0))
+        key = (mv[_PLAIN_BTH] << 1) | (mv[_PLAIN_BTH + 8] & _TSH_BIT != 0)
+        stack = _ETH_STACKS.get(key) or _ETH_STACKS.build(key)
         if stack is not None and stack.size <= n:
             return stack.decode(mv, 0, n, b"", b"", None, verify_icrc)
     if nh == L.IPPROTO_UDP:
@@ -298,7 +301,7 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
     if limit - bth_off < _BTH_LEN:
         _diagnose(mv, ip_off, limit)
     key = (mv[bth_off] << 1) | (mv[bth_off + 8] & _TSH_BIT != 0)
-    stack = stacks.get(key)
+    stack = stacks.get(key) or stacks.build(key)
     if stack is None:
         _check_l3(mv)
         if mv[bth_off] in _OPINFO:

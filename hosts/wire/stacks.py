@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
+from typing import TypeVar
 
 from hosts.wire import layout as L
 from hosts.wire.compile import Word, generate, plan_stack
@@ -322,16 +323,6 @@ def _variant_word_masks(words: tuple[Word, ...], ip_at: int) -> list[int]:
     return out
 
 
-def build_stacks(with_eth: bool) -> dict[int, Stack]:
-    """All stacks keyed by ``opcode << 1 | tsh``."""
-    return {
-        (int(op) << 1) | tsh: Stack(op, bool(tsh), with_eth)
-        for op in L.OPCODE_HEADERS
-        for tsh in (0, 1)
-        if tsh == 0 or op in L.PAYLOAD_OPCODES
-    }
-
-
 class PacketStack:
     """Generated functions of the MRC part alone (BTH + extension headers, no ICRC).
 
@@ -433,11 +424,48 @@ def _same(q: str) -> str:
     return q
 
 
-def build_packet_stacks() -> dict[int, PacketStack]:
-    """MRC-only stacks keyed by ``opcode << 1 | tsh``."""
-    return {
-        (int(op) << 1) | tsh: PacketStack(op, bool(tsh))
-        for op in L.OPCODE_HEADERS
-        for tsh in (0, 1)
-        if tsh == 0 or op in L.PAYLOAD_OPCODES
-    }
+S = TypeVar("S", "Stack", "PacketStack")
+
+_KEYS: dict[int, tuple[Opcode, bool]] = {
+    (int(op) << 1) | tsh: (op, bool(tsh))
+    for op in L.OPCODE_HEADERS
+    for tsh in (0, 1)
+    if tsh == 0 or op in L.PAYLOAD_OPCODES
+}
+"""Valid stack keys ``opcode << 1 | tsh`` (TSETH only on data packets)."""
+
+
+class StackTable(dict[int, S]):
+    """Stacks keyed by ``opcode << 1 | tsh``, generated on first use (keeps import fast).
+
+    Hot path: ``table.get(key) or table.build(key)``; ``build`` returns None for a key that
+    names no MRC header stack.
+    """
+
+    def __init__(self, factory: Callable[[Opcode, bool], S]) -> None:
+        super().__init__()
+        self._factory: Callable[[Opcode, bool], S] = factory
+
+    def build(self, key: int) -> S | None:
+        spec = _KEYS.get(key)
+        if spec is None:
+            return None
+        stack = self._factory(*spec)
+        self[key] = stack
+        return stack
+
+    def build_all(self) -> StackTable[S]:
+        for key in _KEYS:
+            if key not in self:
+                self.build(key)
+        return self
+
+
+def build_stacks(with_eth: bool) -> StackTable[Stack]:
+    """Frame stacks (with or without Ethernet), generated lazily."""
+    return StackTable(lambda op, tsh: Stack(op, tsh, with_eth))
+
+
+def build_packet_stacks() -> StackTable[PacketStack]:
+    """MRC-only stacks, generated lazily."""
+    return StackTable(PacketStack)

@@ -57,3 +57,13 @@ def test_docs_tables_are_generated_from_layout() -> None:
 
     text = DOC_PATH.read_text()
     assert render(text) == text, "run: python -m hosts.wire.docgen"
+
+
+def test_every_stack_generates() -> None:
+    """Stacks are generated lazily; make sure every (opcode, TSETH) combination compiles."""
+    from hosts.wire.stacks import build_packet_stacks, build_stacks
+
+    expected = len(L.OPCODE_HEADERS) + len(L.PAYLOAD_OPCODES)
+    for table in (build_stacks(True), build_stacks(False), build_packet_stacks()):
+        assert len(table.build_all()) == expected
+        assert table.build(0x04 << 1) is None  # an RC opcode is no MRC stack
