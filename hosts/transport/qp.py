@@ -468,6 +468,15 @@ class Qp:
         before = [ev.plane_ok(p) for p in range(max(len(self.cfg.ports), len(self.dest_gids)))]
         ev.set_masks(local_mask=local_mask, remote_mask=remote_mask)
         lost_ports = {p for p, ok in enumerate(before) if ok and not ev.plane_ok(p)}
+        if lost_ports and self.ctrl:
+            # queued control packets for a plane that just went away take another plane
+            queued = list(self.ctrl)
+            self.ctrl.clear()
+            for tx in queued:
+                if tx.port in lost_ports:
+                    p, dst, evv = self.ctrl_route(tx.port)
+                    tx = TxPacket(tx.pkt, p, dst, evv, tx.tclass, tx.ecn_capable)
+                self.ctrl.append(tx)
         if lost_ports and self.req is not None and self.state == QpState.RTS:
             self.req.requeue_ports(lost_ports, now)
         self.host.mark_ready(self)

@@ -342,14 +342,11 @@ class Requester:
         rb = c.rcvd_bytes
         rb_units = (rb - self.rcvd_bytes_wire) & PSN_MASK
         stale = rb_units >= 1 << 23  # older than a SACK already processed (reordered)
-        if (
+        dup_answer = (
             not s.pr
             and rb_units == 0
             and (trig < una or (trig < self.next_psn and (self.sacked >> (trig - una)) & 1))
-        ):
-            # a SACK that answers a duplicate arrival: a retransmission was not needed
-            qp.count("spurious_rtx")
-            self.detector.on_spurious()
+        )
         self.last_feedback = now
         self.probe_pending = False
         span = self.next_psn - una
@@ -364,6 +361,11 @@ class Requester:
             acked_bytes = self._ack_bits(newly)
             self.sacked |= newly
             self.lost &= ~newly
+        elif dup_answer:
+            # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
+            # was not needed
+            qp.count("spurious_rtx")
+            self.detector.on_spurious()
         if d > 0:
             self._advance(d, now)
         # feedback on the EV that triggered this SACK

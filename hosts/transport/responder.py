@@ -53,6 +53,7 @@ class Responder:
         self.cack = rq_psn - 1
         self.rbits = 0
         self.unrep = 0
+        self.highest = self.cack  # highest PSN received
         self.mpr_psns = mpr_psns
         self.adv_mpr = mpr_psns  # currently advertised MPR (Dynamic MPR)
         self.limit = self.cack + mpr_psns
@@ -123,6 +124,9 @@ class Responder:
         self.unrep |= bit
         self.rcvd_bytes += len(pkt.payload)
         self.n_rx_data += 1
+        gap = psn > self.highest + 1  # a new hole opens below this packet
+        if psn > self.highest:
+            self.highest = psn
         if rel:
             self.ooo += 1
         else:
@@ -137,7 +141,7 @@ class Responder:
         if meta.ce:
             qp.count("rx_ce")
             self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.SKIP_ONCE, False)
-        elif rel or self.rbits or bth.ack_req:
+        elif gap or bth.ack_req:  # tell the requester about a new hole at once
             self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
         else:
             self.pending += 1
@@ -224,6 +228,7 @@ class Responder:
         port: int,
         m: int,
         pr: bool,
+        more: int = 3,
     ) -> None:
         qp = self.qp
         cack = self.cack
@@ -263,6 +268,9 @@ class Responder:
         self.ack_deadline = None
         qp.count("tx_sack")
         qp.send_ctrl(pkt, port)
+        if self.unrep and more > 0:
+            # arrivals beyond this SACK's 64 PSNs are still unreported: follow-up SACKs
+            self._sack(now, trig, ev, ts, arrived, port, SackVerdict.NONE, False, more - 1)
 
     def _nack(self, reason: int, psn: int, meta: RxMeta, ts: int) -> None:
         qp = self.qp
