@@ -56,11 +56,22 @@ class MininetFabric:
                       autoStaticArp=False)
         self.net = net
         log_dir = self.run_dir / "switches"
+        used: set[int] = set()
+
+        def grpc_port() -> int:
+            # distinct within the run: gRPC binds with SO_REUSEPORT, so a port handed out
+            # twice would silently split one address between two switches
+            while True:
+                port = free_tcp_port()
+                if port not in used:
+                    used.add(port)
+                    return port
+
         for h in plan.hosts:
             self.hosts[h.name] = net.addHost(h.name, cls=Host, ip=None)
         for s in plan.switches:
             common = {"dpid": f"{s.device_id:x}", "device_id": s.device_id,
-                      "grpc_port": free_tcp_port(), "log_dir": str(log_dir)}
+                      "grpc_port": grpc_port(), "log_dir": str(log_dir)}
             if self.switch_kind == "bmv2":
                 self.switches[s.name] = net.addSwitch(s.name, cls=Bmv2Switch, **common)
             else:

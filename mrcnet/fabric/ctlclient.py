@@ -1,15 +1,13 @@
-"""The orchestrator's controller client: EV/CC profiles for the run, link state, EV events.
+"""The orchestrator's controller client: EV profile for the run, link state, EV events.
 
-Profiles (mrc_ctl model, docs/controller.md): format profile 1 and EV profile 1 (GEN) shaped
-after the topology's EV layout so that spraying covers every choice point:
-
-- ``ecmp``: UDP format (16 bits), one field; EVs ``0xC000 | v`` (v = 0..15 per plane);
-- ``stev`` (32 bits) / ``srv6`` (16 bits): the layout's choice bits (every value) followed by
-  an entropy field with 8 values, so each plane gets ``2**choice_bits * 8`` EVs and every
-  uplink combination is used by 8 of them.
-
-The controller expands GEN into the explicit array the agents receive (EV i on port
-``i mod planes + 1``), so agents, controller and this module agree on the EV universe.
+The run's EV profile (mrc_ctl model, docs/controller.md) is an explicit (EXP) array, format
+profile 1 and EV profile 1, shaped after the topology's EV layout so that spraying covers
+every choice point: per plane, every value of the layout's choice bits (top of the EV)
+combined with 8 entropy values ``0x100 | plane << 4 | k`` in the low bits. ``ecmp`` uses the
+UDP format (16 bits, EVs ``0xC000 | plane << 4 | k``, k = 0..15), ``stev`` 32 bits, ``srv6``
+16 bits. The plane is part of every value, so an EV value names one EV of one port: the
+agents' cores address EVs by value (``HostCore.set_ev_state``), and a DENY of ``v@1`` must
+not touch plane 1.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from topologies.model import PathMode, Topology
 EV_PROFILE = 1
 FMT_PROFILE = 1
 ENTROPY_VALUES = 8
+ENTROPY_BASE = 0x100
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,19 @@ class EvEventRecord:
     state: str  # GOOD | ASSUMED_BAD
 
 
-def gen_fields(
-    topo: Topology, mode: PathMode
-) -> tuple[pb.EvFmtMode, list[pb.EvField], int]:
-    """(format mode, GEN fields, EVs per plane) for this topology and path mode."""
+def ev_array(topo: Topology, mode: PathMode) -> tuple[pb.EvFmtMode, list[int], list[pb.Ev]]:
+    """(format mode, format field widths, EVs as value@1-based port) of the run's profile."""
+    planes = topo.fabric.planes
     if mode == PathMode.ECMP:
-        return pb.EV_FMT_UDP, [pb.EvField(width=16, init_val=0xC000, min_val=0, max_val=15,
-                                          mask=0xF)], 16
+        evs = [pb.Ev(value=0xC000 | p << 4 | k, port=p + 1)
+               for p in range(planes) for k in range(16)]
+        return pb.EV_FMT_UDP, [16], evs
     total = 32 if mode == PathMode.STEV else 16
     fmt = pb.EV_FMT_STEV if mode == PathMode.STEV else pb.EV_FMT_SRV6
     choice = ev_layout(topo).used_bits
-    fields = []
-    if choice:
-        fields.append(pb.EvField(width=choice, init_val=0, min_val=0,
-                                 max_val=(1 << choice) - 1, mask=(1 << choice) - 1))
-    fields.append(pb.EvField(width=total - choice, init_val=0x100, min_val=0,
-                             max_val=ENTROPY_VALUES - 1, mask=ENTROPY_VALUES - 1))
-    return fmt, fields, (1 << choice) * ENTROPY_VALUES
+    evs = [pb.Ev(value=c << (total - choice) | ENTROPY_BASE | p << 4 | k, port=p + 1)
+           for p in range(planes) for c in range(1 << choice) for k in range(ENTROPY_VALUES)]
+    return fmt, ([choice] if choice else []) + [total - choice], evs
 
 
 class CtlClient:
@@ -80,22 +75,24 @@ class CtlClient:
 
     def setup_profiles(self, topo: Topology, mode: PathMode) -> int:
         """Create and bring ONLINE the run's format and EV profile; returns the EV count."""
-        fmt_mode, fields, per_plane = gen_fields(topo, mode)
+        fmt_mode, widths, evs = ev_array(topo, mode)
         t = self.timeout
         self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
             profile_id=FMT_PROFILE, state=pb.PROFILE_OFFLINE, mode=fmt_mode), timeout=t)
         self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
             profile_id=FMT_PROFILE, state=pb.PROFILE_ONLINE,
-            fields=pb.FieldWidths(widths=[f.width for f in fields])), timeout=t)
-        count = per_plane * topo.fabric.planes
+            fields=pb.FieldWidths(widths=widths)), timeout=t)
         self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
-            profile_id=EV_PROFILE, state=pb.PROFILE_OFFLINE, mode=pb.EV_MODE_GEN,
-            fmt_profile_id=FMT_PROFILE, ev_count=count,
-            fields=pb.EvFields(fields=fields)), timeout=t)
+            profile_id=EV_PROFILE, state=pb.PROFILE_OFFLINE, mode=pb.EV_MODE_EXP,
+            fmt_profile_id=FMT_PROFILE, ev_count=len(evs)), timeout=t)
+        fill = pb.EvOp(op=pb.REPLACE_EV, entries=[
+            pb.EvOpEntry(ev=pb.Ev(value=0, port=0), ev_new=ev) for ev in evs])
+        self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, ev_op=fill),
+                                 timeout=t)
         self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
             profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE, ev_min_active=1,
             event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD])), timeout=t)
-        return count
+        return len(evs)
 
     def ev_array(self) -> list[tuple[int, int]]:
         """(EV value, 1-based port) of the run's EV profile."""

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,9 @@ class RunOptions:
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
     sample_interval: float = 0.5
+    # EV probes every 50 ms, answers awaited 250 ms (see mrcnet/fabric/hostjobs.py)
+    core_tuning: dict[str, float] = field(
+        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
 
 
 def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
@@ -150,7 +153,18 @@ class Fabric:
         self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
                                     show=opts.show)
         self.sampler.start()
+        self._write_state("running")
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
+
+    def _write_state(self, state: str) -> None:
+        """``fabric.json``: lets ``mrcnet run --attach`` submit workloads to this run."""
+        if self.plan is None:
+            return
+        (self.run_dir / "fabric.json").write_text(json.dumps({
+            "state": state, "pid": os.getpid(), "prefix": self.prefix,
+            "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
+            "topology": str(self.run_dir / "topology.yaml"),
+            "mode": self.mode.value if self.mode else None}, indent=1))
 
     def _start_controller(self, topo_path: Path, mode: PathMode) -> None:
         assert self.mn is not None
@@ -192,7 +206,8 @@ class Fabric:
             "cc_window": self.opts.window,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
             "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
-                      "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],
+                      "args": {"jobs_dir": str(self.run_dir / "jobs" / host),
+                               "core_tuning": dict(self.opts.core_tuning)}}],
         }
 
     def _start_agents(self, mode: PathMode) -> None:
@@ -251,6 +266,8 @@ class Fabric:
                 signal.signal(signal.SIGINT, previous)
 
     def _stop_all(self) -> None:
+        if (self.run_dir / "fabric.json").exists():
+            self._write_state("stopped")
         if self.sampler is not None:
             self.sampler.stop()
         for name in list(self.agents):

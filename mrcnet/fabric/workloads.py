@@ -1,8 +1,9 @@
 """Workloads: sets of bulk Writes between hosts, verified byte for byte.
 
 ``all-to-all``: every ordered host pair; ``permutation``: each host writes to exactly one other
-and receives from exactly one (a random derangement with a fixed seed); ``pair:A:B``: one
-flow. Every flow is a writer job on the source and a sink job on the destination (run by
+and receives from exactly one (a random derangement with a fixed seed); ``shift:K``: host i
+writes to host i+K (declaration order; shift:2 on clos topologies crosses the spines with no
+incast); ``pair:A:B``: one flow. Every flow is a writer job on the source and a sink job on the destination (run by
 mrcnet/fabric/hostjobs.py inside the agents). A flow is verified when the sink's SHA-256
 equals the hash the orchestrator computes itself from the pattern the writer sends, so
 ``verified_bytes`` counts only data that arrived exactly.
@@ -21,7 +22,7 @@ from typing import Any
 from hosts.agent.apps import pattern
 from mrcnet.fabric.hostjobs import write_json
 
-WORKLOADS = ("all-to-all", "permutation", "pair:SRC:DST")
+WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST")
 
 
 class WorkloadError(ValueError):
@@ -40,6 +41,13 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
             rng.shuffle(perm)
             if all(a != b for a, b in zip(hosts, perm)):
                 return list(zip(hosts, perm))
+    if name.startswith("shift:"):
+        k = name.partition(":")[2]
+        if not k.isdigit() or int(k) % len(hosts) == 0:
+            raise WorkloadError(f"{name!r}: expected shift:K with K not a multiple of "
+                                f"{len(hosts)} (host i writes to host i+K)")
+        n = len(hosts)
+        return [(hosts[i], hosts[(i + int(k)) % n]) for i in range(n)]
     if name.startswith("pair:"):
         parts = name.split(":")
         if len(parts) != 3 or parts[1] not in hosts or parts[2] not in hosts or parts[1] == parts[2]:

@@ -1,0 +1,156 @@
+"""Pure parts of the fabric: run plan, failure specs, workloads, EV arrays, convergence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.convergence import Convergence
+from mrcnet.bench_failover import capacity, recovery
+from mrcnet.fabric.ctlclient import ev_array
+from mrcnet.fabric.failures import FailureSpecError, find_link, parse_schedule
+from mrcnet.fabric.plan import PlanError, make_plan
+from mrcnet.fabric.workloads import WorkloadError, flows_for
+from topologies.addressing import host_gid, mac
+from topologies.loader import load
+from topologies.model import PathMode
+from topologies.routes import switch_tables
+
+
+@pytest.fixture(scope="module")
+def clos2() -> Any:
+    return load("clos-2p")
+
+
+def test_plan_names_addresses_and_specs(clos2: Any) -> None:
+    plan = make_plan(clos2, PathMode.STEV, "m1a2b")
+    names = [n for s in plan.switches for n in s.ifnames.values()]
+    names += [p.ifname for h in plan.hosts for p in h.ports]
+    # switch side: 8 host-facing ports + 8 leaf-spine links x 2 ends; host side: 8 NIC ports
+    assert len(names) == len(set(names)) == 8 + 16 + 8
+    assert all(n.startswith("m1a2b") and len(n) <= 15 for n in names)
+    h2 = plan.host("h2")
+    port1 = h2.ports[1]
+    assert port1.gid == "fd00:6d72:6300:1::3" == str(host_gid(clos2, "h2", 1))
+    assert (port1.switch, port1.switch_port) == ("p1-leaf1", 1)
+    assert port1.neighbor_mac == mac(clos2, "p1-leaf1", 1)
+    leaf = next(s for s in plan.switches if s.name == "p0-leaf0")
+    assert set(leaf.ingress) == {1, 2}  # host-facing ports shaped in both directions
+    assert leaf.egress[3] == "rate=1e+09,delay=5e-06,loss=0,qpkts=32,qbytes=131072"
+    with pytest.raises(PlanError, match="longer than 15"):
+        make_plan(clos2, PathMode.STEV, "averylongpfx")
+
+
+def test_srv6_templates_name_the_spine_or_the_shared_leaf(clos2: Any) -> None:
+    plan = make_plan(clos2, PathMode.SRV6, "m1")
+    t = plan.host("h0").srv6_templates
+    far = t["fd00:6d72:6300::3"]  # h2 on plane 0: through a spine chosen by EV bit 15
+    assert far["slots"] == [{"base": 0x2000, "ev_shift": 15, "ev_width": 1}]
+    near = t["fd00:6d72:6300::2"]  # h1, same leaf: the leaf's own uSID (decapsulates)
+    assert near["slots"] == [{"base": 0x1000, "ev_shift": 0, "ev_width": 0}]
+    assert near["block"] == hex(0xFCBBBB00)
+
+
+def test_failure_specs(clos2: Any) -> None:
+    link = find_link(clos2, "p0-leaf0-p0-spine0")
+    assert {link.a.node, link.b.node} == {"p0-leaf0", "p0-spine0"}
+    assert find_link(clos2, "p0-spine0-p0-leaf0") is link
+    assert find_link(clos2, "p0-leaf0:3") is link
+    assert find_link(clos2, str(link.index)) is link
+    for bad in ("p0-leaf0-p0-leaf1", "h0-h1", "p0-leaf0:9", "99", "nothing"):
+        with pytest.raises(FailureSpecError):
+            find_link(clos2, bad)
+    events = parse_schedule(clos2, ["h0-p0-leaf0@3"], ["h0-p0-leaf0@1.5"])
+    assert [(e.at, e.up) for e in events] == [(1.5, True), (3.0, False)]
+    for bad in ("p0-leaf0-p0-spine0", "p0-leaf0-p0-spine0@x", "p0-leaf0-p0-spine0@-1"):
+        with pytest.raises(FailureSpecError):
+            parse_schedule(clos2, [bad], [])
+
+
+def test_workloads() -> None:
+    hosts = ["h0", "h1", "h2", "h3"]
+    a2a = flows_for("all-to-all", hosts)
+    assert len(a2a) == 12 and len(set(a2a)) == 12 and all(a != b for a, b in a2a)
+    perm = flows_for("permutation", hosts, seed=7)
+    assert sorted(a for a, _ in perm) == hosts == sorted(b for _, b in perm)
+    assert all(a != b for a, b in perm)
+    assert flows_for("shift:2", hosts) == [("h0", "h2"), ("h1", "h3"), ("h2", "h0"),
+                                           ("h3", "h1")]
+    assert flows_for("pair:h1:h3", hosts) == [("h1", "h3")]
+    for bad in ("shift:4", "pair:h1:h1", "pair:h1:h9", "ring"):
+        with pytest.raises(WorkloadError):
+            flows_for(bad, hosts)
+
+
+@pytest.mark.parametrize("mode", list(PathMode))
+def test_ev_array_covers_every_uplink_with_distinct_values(clos2: Any, mode: PathMode) -> None:
+    _fmt, widths, evs = ev_array(clos2, mode)
+    values = [int(e.value) for e in evs]
+    assert len(values) == len(set(values))  # one value, one EV of one port
+    assert {int(e.port) for e in evs} == {1, 2}
+    total = sum(widths)
+    assert total == {PathMode.ECMP: 16, PathMode.STEV: 32, PathMode.SRV6: 16}[mode]
+    assert all(v < 1 << total for v in values)
+    if mode != PathMode.ECMP:  # the spine bit (MSB) takes both values on each plane
+        for port in (1, 2):
+            assert {int(e.value) >> (total - 1) for e in evs if e.port == port} == {0, 1}
+
+
+class _FakeClient:
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, Any]] = []
+
+    def modify(self, table: str, match: Any, action: str, params: Any) -> None:
+        self.writes.append(("modify", (match, action, params)))
+
+    def insert_group(self, profile: str, gid: int, members: Any) -> None:
+        self.writes.append(("group", (gid, [m[2]["port"] for m in members])))
+
+    def table_entry(self, *a: Any, **k: Any) -> Any:
+        return (a, k)
+
+    def update(self, kind: int, **entity: Any) -> Any:
+        return entity
+
+    def write(self, updates: Any) -> None:
+        self.writes.append(("write", updates))
+
+
+def test_convergence_withdraws_and_restores(clos2: Any) -> None:
+    tables = switch_tables(clos2, PathMode.STEV)
+    clients = {name: _FakeClient() for name in tables}
+    conv = Convergence(clos2, tables, clients, delay=0.0)
+    conv._stop.clear()
+    with conv._lock:
+        conv._port_down.add(("p0-leaf0", 3))  # p0-leaf0:3 -- p0-spine0:1
+    want = conv.desired()
+    # leaf0 reaches h2/h3 only through spine1 (port 4); leaf1 reaches h0/h1 only via spine1
+    assert want == {
+        ("p0-leaf0", "fd00:6d72:6300::3/128"): (4,),
+        ("p0-leaf0", "fd00:6d72:6300::4/128"): (4,),
+        ("p0-leaf1", "fd00:6d72:6300::1/128"): (4,),
+        ("p0-leaf1", "fd00:6d72:6300::2/128"): (4,),
+    }
+    assert conv.reconcile() == 4
+    leaf1 = clients["p0-leaf1"].writes
+    assert leaf1[0] == ("group", (900, [4]))
+    assert leaf1[-1][1][1:] == ("MrcIngress.route_ecmp", {"group": 900})
+    assert conv.reconcile() == 0  # nothing changed
+    with conv._lock:
+        conv._port_down.clear()
+    assert conv.reconcile() == 4 and conv.withdrawn == {}
+    assert leaf1[-1][1][1] == "MrcIngress.route_ev"  # original action back
+
+
+def test_capacity_and_recovery_definitions() -> None:
+    topo = load("clos-1p")  # 1 Gb/s links, 2 leaves x 2 spines, 2 hosts per leaf
+    flows = flows_for("shift:2", ["h0", "h1", "h2", "h3"])
+    assert capacity(topo, flows, set()) == pytest.approx(4e9)
+    leaf_spine = find_link(topo, "leaf0-spine0").index
+    # leaf0 keeps one uplink (1 Gb/s each way): half of the cross-leaf capacity remains
+    assert capacity(topo, flows, {leaf_spine}) == pytest.approx(2e9)
+    samples = [{"t": t / 10, "plane_bps": [v]} for t, v in
+               enumerate([10, 10, 10, 2, 2, 6, 9, 9, 9])]
+    assert recovery(samples, 0.25, 8.0) == (pytest.approx(0.45), True)
+    assert recovery(samples, 0.25, 20.0)[1] is False
