@@ -161,6 +161,8 @@ class Requester:
         self.exp_cnt = 0
         self.probe_after = float("inf")
         self.per_packet = qp.cfg.per_packet_timeout
+        # reflected timestamps within this many ticks of a copy's own belong to that copy
+        self.copy_tolerance = int(2 * qp.cfg.ack_delay * TS_PER_SECOND) + 1
         self.configure_timers()
 
     def configure_timers(self) -> None:
@@ -361,6 +363,14 @@ class Requester:
             acked_bytes = self._ack_bits(newly)
             self.sacked |= newly
             self.lost &= ~newly
+            if self.use_ts and una <= trig < self.next_psn and (newly >> (trig - una)) & 1:
+                slot = trig & self.mask
+                if self.r_cnt[slot]:
+                    # Karn's ambiguity resolved by the reflected timestamp: if it is (up to
+                    # the service time) the one of the last copy, that copy arrived
+                    lag = (c.tx_timestamp - ts16(self.r_time[slot])) & 0xFFFF
+                    if lag <= self.copy_tolerance:
+                        self.detector.on_acked(self.r_seq[slot])
         elif dup_answer:
             # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
             # was not needed

@@ -713,3 +713,28 @@ def test_requester_subtracts_reported_service_time() -> None:
         else:
             assert first.service_time == 0.0
             assert first.rtt == pytest.approx(2 * delay + ack_delay, abs=0.3e-6)
+
+
+def test_burst_loss_recovers_without_timeout_or_spurious_retransmissions() -> None:
+    """The last 246 packets of a Write lost at once (e.g. a NIC queue overflow): a probe finds
+    the first 64, their retransmissions (identified by their timestamps) let the fast-loss
+    detector find the rest."""
+    from hosts.transport import TxPacket
+
+    p = make_pair(1024 * KIB, LinkModel(delay=5e-6, rate=12.5e9))
+
+    def drop_burst(src: int, tx: TxPacket) -> str:
+        if src == 0 and is_data(tx) and not tx.pkt.bth.rtx and tx.pkt.bth.psn >= 10:
+            return DROP
+        return PASS
+
+    p.net.verdict = drop_burst
+    p.write(1, 0, 1024 * KIB)
+    assert p.run_until_completions(1)
+    assert p.dst == p.src
+    st = p.a.qp_stats(p.qa)
+    assert st.get("timeouts", 0) == 0
+    assert st["tx_rtx"] == 246
+    assert st.get("loss_probe", 0) == 64 and st.get("loss_fast", 0) == 246 - 64
+    probe_after = ack_timeout(QpOptions().timeout) / 4
+    assert p.net.now < probe_after + 200e-6
