@@ -49,6 +49,18 @@ class Pattern:
     n: int
     pairs: tuple[tuple[int, int], ...]
     shape: tuple[str, int]
+    digest: int = field(default=0, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        # Patterns of 1024 ranks are dictionary keys in hot loops: hash once, not per lookup.
+        return self.digest
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Pattern):
+            return NotImplemented
+        return self.digest == other.digest and self.n == other.n and self.pairs == other.pairs
 
     @staticmethod
     def of(n: int, pairs: Iterable[tuple[int, int]]) -> Pattern:
@@ -56,7 +68,7 @@ class Pattern:
         for u, v in ps:
             if not (0 <= u < n and 0 <= v < n) or u == v:
                 raise HarvestError(f"bad demand pair ({u}, {v}) for {n} ranks")
-        return Pattern(n, ps, _shape(n, ps))
+        return Pattern(n, ps, _shape(n, ps), hash((n, ps)))
 
     def out_degree_ok(self) -> bool:
         """True when every rank sends to at most one peer and receives from at most one."""
@@ -92,7 +104,14 @@ class StepDemand:
 def demands_of(coll: Collective, message_bytes: float) -> list[StepDemand]:
     if not (math.isfinite(message_bytes) and message_bytes >= 0):
         raise HarvestError(f"message size must be >= 0 bytes, got {message_bytes!r}")
-    return [StepDemand(Pattern.of(coll.n, s.pairs), s.fraction * message_bytes) for s in coll.steps]
+    interned: dict[tuple[tuple[int, int], ...], Pattern] = {}
+    out = []
+    for s in coll.steps:
+        pat = interned.get(s.pairs)
+        if pat is None:
+            pat = interned[s.pairs] = Pattern.of(coll.n, s.pairs)
+        out.append(StepDemand(pat, s.fraction * message_bytes))
+    return out
 
 
 @dataclass(frozen=True)

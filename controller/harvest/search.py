@@ -96,26 +96,35 @@ def rd_theorem_applies(n: int, patterns: Sequence[Pattern], d: int) -> bool:
     )
 
 
-def candidates(
-    n: int, patterns: Sequence[Pattern], d: int, all_patterns: Sequence[Pattern]
-) -> list[Topology]:
-    """Restricted candidate set (labelled, not claimed optimal unless the bounds meet)."""
+Candidate = tuple[str, tuple[int, ...]]  # ("circulant" | "local", generators)
+
+
+def structured_candidates(n: int, patterns: Sequence[Pattern], d: int,
+                          all_patterns: Sequence[Pattern]) -> list[Candidate] | None:
+    """Circulant-type candidates for shift or Swing intervals, None for other patterns."""
     shapes = {p.shape[0] for p in patterns}
-    out: list[Topology] = []
     if shapes == {"shift"}:
         shifts = {1} | {1 << j for j in range(n.bit_length()) if (1 << j) < n}
         shifts |= {p.shape[1] for p in all_patterns if p.shape[0] == "shift"}
-        for gens in _multisets(sorted(shifts), d):
-            out.append(Topology.circulant(n, gens))
-        return out
+        return [("circulant", gens) for gens in _multisets(sorted(shifts), d)]
     if shapes == {"swing"} and n % 2 == 0:
         rhos = {p.shape[1] for p in all_patterns if p.shape[0] == "swing"}
         pool = sorted({1, n - 1} | rhos | {(n - r) % n for r in rhos})
-        for gens in _multisets(pool, d):
-            out.append(Topology.local(n, gens))
+        out: list[Candidate] = [("local", gens) for gens in _multisets(pool, d)]
         if d == 1:
-            out += [Topology.circulant(n, [g]) for g in pool]
+            out += [("circulant", (g,)) for g in pool]
         return out
+    return None
+
+
+def candidates(n: int, patterns: Sequence[Pattern], d: int,
+               all_patterns: Sequence[Pattern]) -> list[Topology]:
+    """Restricted candidate set (labelled, not claimed optimal unless the bounds meet)."""
+    structured = structured_candidates(n, patterns, d, all_patterns)
+    if structured is not None:
+        return [Topology.circulant(n, g) if k == "circulant" else Topology.local(n, g)
+                for k, g in structured]
+    out: list[Topology] = []
     # Unstructured steps: direct matchings of the interval's patterns, their unions, a ring.
     out.append(Topology.circulant(n, [1] * d))
     mats = [p for p in patterns if p.out_degree_ok()]
@@ -163,6 +172,23 @@ class IntervalSolver:
         self.all_patterns = list(dict.fromkeys(st.pattern for st in self.steps))
         self._cache: dict[tuple[int, int], IntervalSolution] = {}
         self._table: exhaustive.DerangementTable | None = None
+        self._topos: dict[Candidate, Topology] = {}
+
+    def _candidates(self, patterns: Sequence[Pattern]) -> list[Topology]:
+        """Candidates, with structured topologies built once per solver (n can be 1024)."""
+        structured = structured_candidates(self.n, patterns, self.params.degree,
+                                           self.all_patterns)
+        if structured is None:
+            return candidates(self.n, patterns, self.params.degree, self.all_patterns)
+        out = []
+        for kind, gens in structured:
+            topo = self._topos.get((kind, gens))
+            if topo is None:
+                topo = (Topology.circulant(self.n, gens) if kind == "circulant"
+                        else Topology.local(self.n, gens))
+                self._topos[(kind, gens)] = topo
+            out.append(topo)
+        return out
 
     def solved(self) -> list[IntervalSolution]:
         return list(self._cache.values())
@@ -205,8 +231,7 @@ class IntervalSolver:
                 self._table = exhaustive.DerangementTable(self.n)
             perm, evals, cost = self._table.best(steps, p)
             return IntervalSolution(perm, evals, cost, cost, "exhaustive", True)
-        topo, evals, cost = self._best_of(
-            candidates(self.n, patterns, p.degree, self.all_patterns), steps)
+        topo, evals, cost = self._best_of(self._candidates(patterns), steps)
         use_exact = self.method == "exact" or (
             self.method == "auto" and self.n <= self.exact_max_n and misocp.available())
         if not use_exact:
