@@ -545,7 +545,8 @@ class RemoteQp:
 
 INIT_MASK = QpAttrMask.STATE | QpAttrMask.HINT | QpAttrMask.EV_PROFILE | QpAttrMask.CC_PROFILE
 RTR_MASK = (QpAttrMask.STATE | QpAttrMask.MPR_DEST | QpAttrMask.MAX_WIMM_DEST
-            | QpAttrMask.DEST_QPN | QpAttrMask.DEST_GIDS | QpAttrMask.RQ_PSN)
+            | QpAttrMask.DEST_QPN | QpAttrMask.DEST_GIDS | QpAttrMask.RQ_PSN
+            | QpAttrMask.PATH_MTU)
 RTS_MASK = (QpAttrMask.STATE | QpAttrMask.MPR | QpAttrMask.MAX_WIMM | QpAttrMask.RETRY
             | QpAttrMask.TIMEOUT | QpAttrMask.SQ_PSN)
 
@@ -575,7 +576,8 @@ def connect_qp(qp: QP, remote: RemoteQp, attr: QpAttr | None = None,
                hint: QpHint | None = None) -> None:
     """Convenience (not in mrc.h): (RESET ->) INIT -> RTR -> RTS with the attributes each
     transition needs (INIT: hint, EV and CC profile; RTR: mpr_dest, max_wimm_dest, peer QPN and
-    GIDs; RTS: mpr, max_wimm, retry, timeout), taken from ``attr`` (defaults: QpAttr())."""
+    GIDs, path MTU; RTS: mpr, max_wimm, retry, timeout), taken from ``attr`` (defaults:
+    QpAttr()). The QP segments at min(path_mtu, the agent's mtu)."""
     base = attr if attr is not None else QpAttr()
     if qp.query().qp_state == QpState.RESET:
         init_qp(qp, base, hint)

@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qpkts", type=int, default=128,
                         help="packets per queue of the 1 Gb/s link (default 128: holds the "
                              "default window)")
+    parser.add_argument("--mtu", type=int, default=4096,
+                        help="path MTU (payload bytes per packet; veths carry up to 8192)")
     parser.add_argument("--results", default="results/bench", help="folder for the saved JSON")
 
 
@@ -60,15 +62,15 @@ def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace
         (h1, h2), sw = switch_star(kit, work, hosts=2, planes=1, links=links,
                                    trim_at=args.trim_at)
         res = run_transfer(kit, h1, h2, work, size, qp_type=qp_type, seed=seed, timeout=300,
-                           app_args={"mpr": args.mpr},
-                           agent_extra={"cc_window": args.cc_window,
+                           app_args={"mpr": args.mpr, "mtu": args.mtu},
+                           agent_extra={"cc_window": args.cc_window, "mtu": args.mtu,
                                         "metrics_interval": 10.0})
         stats = sw.port_stats()
     if res.writer.get("errors") or not res.writer.get("bytes"):
         raise RuntimeError(f"transfer failed: {res.writer}")
     if res.sink.get("sha256") != hashlib.sha256(pattern(size, seed)).hexdigest():
         raise RuntimeError("sink data does not match what was written")
-    data_packets = -(-size // 4096)
+    data_packets = -(-size // args.mtu)
     return {
         "goodput_bps": float(res.writer["goodput_bps"]),
         "seconds": float(res.writer["seconds"]),
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         "size_bytes": size,
         "runs": cases,
         "settings": {"mpr": args.mpr, "cc_window": args.cc_window, "trim_at": args.trim_at,
-                     "link": link_spec},
+                     "link": link_spec, "mtu": args.mtu},
     }
     out_dir = Path(args.results)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,7 @@ def _qp_attr(args: dict[str, Any]) -> QpAttr:
     return QpAttr(
         mpr=int(args.get("mpr", 8)), mpr_dest=int(args.get("mpr", 8)),
         timeout=int(args.get("ack_timeout", 17)),
+        path_mtu=int(args.get("mtu", 4096)),
         retry=RetryAttr(linear_cnt=int(args.get("linear_cnt", 7)),
                         exp_cnt=int(args.get("exp_cnt", 25))),
     )
