@@ -66,7 +66,7 @@ p4info: install
 	$(PY) -m common.p4schema.generate
 
 topology: install
-	$(VENV)/bin/mrcnet up $(TOPO) --switch $(SWITCH) --mode $(MODE) $(ARGS)
+	$(VENV)/bin/mrcnet up $(TOPO) --switch $(SWITCH) --mode $(MODE) --demo $(ARGS)
 
 bench: install
 	$(VENV)/bin/mrcnet bench all --json

@@ -9,8 +9,9 @@ the ``AgentChannel`` stream open:
   profiles, EV ``port`` 1-based -> NIC port index), ``cc_profile`` (stored), ``ev_state``
   (DENIED / GOOD / ASSUMED_BAD applied to every QP bound to the profile), ``ep`` (EV probe or
   port status update sent by the core; the answer goes back as ``ep_result``).
-- agent -> controller: datapath EV transitions to GOOD or ASSUMED_BAD of QPs bound to a
-  controller profile (``ev_state`` reports, which the controller fans out to subscribers).
+- agent -> controller: datapath EV transitions to ASSUMED_BAD, and from ASSUMED_BAD back to
+  GOOD, of QPs bound to a controller profile (``ev_state`` reports, which the controller fans
+  out to subscribers; SKIP -> GOOD is not reported).
 
 DENIED EVs are also left out of the profile the core keeps, so QPs created while an EV is
 denied never use it (lifting the denial re-adds it for QPs created afterwards and sets it
@@ -218,6 +219,8 @@ class CtlLink:
             state = _REPORTED.get(ev.new)
             if state is None or ev.profile_id not in self.profiles:
                 return
+            if ev.new == EvState.GOOD and ev.old != EvState.ASSUMED_BAD:
+                return  # SKIP -> GOOD (an ECN skip ending) is not news for the controller
             self.counters["reports"] += 1
             self._out.put(pb.AgentMessage(ev_state=pb.EvStateReport(
                 profile_id=ev.profile_id, ev=pb.Ev(value=ev.ev, port=ev.port + 1),

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import Any
 
 from mininet.cli import CLI
@@ -88,8 +89,9 @@ class FabricCLI(CLI):  # type: ignore[misc]
         """stats: throughput per plane, drops, trims, ECN marks, EV state counts."""
         sampler = self.fab.sampler
         s = sampler.sample() if sampler is not None else None
-        if s is None and sampler is not None and sampler.samples:
-            s = sampler.samples[-1]
+        if s is None and sampler is not None:  # a rate needs two readings: measure one interval
+            time.sleep(sampler.interval)
+            s = sampler.sample()
         if s is None:
             self._say("no sample yet")
             return

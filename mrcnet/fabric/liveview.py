@@ -89,6 +89,9 @@ class StatsSampler:
         self.samples: list[Sample] = []
         self.errors = 0
         self._last: tuple[float, list[int]] | None = None
+        self._stubs: dict[str, Any] = {}
+        self._channels: list[Any] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._host_ports: dict[str, dict[int, int]] = {}  # switch -> host-facing port -> plane
@@ -105,6 +108,10 @@ class StatsSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
+        for channel in self._channels:
+            channel.close()
+        self._channels.clear()
+        self._stubs.clear()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -113,14 +120,32 @@ class StatsSampler:
             except Exception:
                 self.errors += 1
 
-    def sample(self) -> Sample | None:
-        from switch.stats import fetch
+    def _fetch(self, name: str, address: str) -> Any:
+        """GetPorts over a channel kept per switch (a new channel per call costs more than
+        the call on a loaded machine)."""
+        import grpc
 
+        from common.proto import switch_admin_pb2 as apb
+        from common.proto import switch_admin_pb2_grpc as apb_grpc
+
+        stub = self._stubs.get(name)
+        if stub is None:
+            channel = grpc.insecure_channel(address)
+            self._channels.append(channel)
+            stub = self._stubs[name] = apb_grpc.SwitchAdminStub(channel)
+        return stub.GetPorts(apb.GetPortsRequest(), timeout=2.0)
+
+    def sample(self) -> Sample | None:
+        """Take one sample now (thread-safe: the CLI and the results call it too)."""
+        with self._lock:
+            return self._sample()
+
+    def _sample(self) -> Sample | None:
         planes = self.topo.fabric.planes
         delivered = [0] * planes
         drops = trims = ecn = 0
         for name, address in self.addresses.items():
-            resp = fetch(address, timeout=2.0)
+            resp = self._fetch(name, address)
             hp = self._host_ports.get(name, {})
             for p in resp.ports:
                 if p.port in hp:

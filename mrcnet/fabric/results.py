@@ -8,7 +8,7 @@ Files (``results/runs/<run-id>/``):
 - ``goodput.png``: delivered throughput per plane over time, failures (red) and restorations
   (green) marked;
 - ``ev_states.png``: EVs (over all QPs) currently ASSUMED_BAD over time, and the cumulative
-  number of ASSUMED_BAD and GOOD reports;
+  number of transitions to ASSUMED_BAD and of recoveries from it;
 - logs: ``controller.log``, ``switches/*.log``, ``agents/*.log``, qlog files under ``qlog/``.
 """
 
@@ -64,10 +64,11 @@ def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]]
 
     fig, ax = plt.subplots(figsize=(8, 4))
     ax.step(t, [s.ev_bad for s in samples], where="post", label="EVs ASSUMED_BAD now")
-    for state, style in (("ASSUMED_BAD", "r--"), ("GOOD", "g--")):
-        times = sorted(e["t"] for e in ev_events if e["state"] == state)
+    bad, recovered = transitions(ev_events)
+    for times, style, label in ((bad, "r--", "went ASSUMED_BAD (total)"),
+                                (recovered, "g--", "recovered to GOOD (total)")):
         if times:
-            ax.plot(times, range(1, len(times) + 1), style, label=f"{state} reports (total)")
+            ax.plot(times, range(1, len(times) + 1), style, label=label)
     _mark(ax, link_events)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("EVs (all QPs)")
@@ -80,6 +81,22 @@ def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]]
     plt.close(fig)
     out.append(path)
     return out
+
+
+def transitions(ev_events: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Times at which a (host, QP, EV) went ASSUMED_BAD, and went back to GOOD from it."""
+    state: dict[tuple[Any, ...], str] = {}
+    bad: list[float] = []
+    good: list[float] = []
+    for e in sorted(ev_events, key=lambda e: e["t"]):
+        key = (e["host"], e["qpn"], e["ev"], e["port"])
+        prev = state.get(key, "GOOD")
+        if e["state"] == "ASSUMED_BAD" and prev != "ASSUMED_BAD":
+            bad.append(e["t"])
+        elif e["state"] == "GOOD" and prev == "ASSUMED_BAD":
+            good.append(e["t"])
+        state[key] = e["state"]
+    return bad, good
 
 
 def _mark(ax: Any, link_events: list[dict[str, Any]]) -> None:

@@ -33,6 +33,8 @@ def run_scenario(
     seed: int = 1,
 ) -> dict[str, Any]:
     assert fab.runner is not None
+    if workload is None and duration is None and events:
+        duration = max(e.at for e in events) + 1.0  # let the schedule play out
     sched = Scheduler(list(events or []), lambda ev: apply_link_event(fab, ev))
     summaries: list[dict[str, Any]] = []
     start = time.monotonic()
