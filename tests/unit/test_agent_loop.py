@@ -531,3 +531,27 @@ def _tx_to(cfg: AgentConfig, dst: bytes) -> TxPacket:
     tx.dst_gid = dst
     tx.pkt.bth.dest_qp = 0x7777
     return tx
+
+
+@pytest.mark.parametrize("mode", ["ecmp", "structured", "srv6"])
+def test_framer_ev_placement_agrees_with_wire_helpers(mode: str) -> None:
+    """The framer inlines EV placement for speed; it must match hosts.wire's ev_to_fields /
+    fields_to_ev (the single definition) for any EV."""
+    from hosts.wire import ev_to_fields, fields_to_ev
+
+    tmpl = {"block": "0xfc000000", "slots": [{"base": 0x100, "ev_shift": 0, "ev_width": 4}]}
+    extra: dict[str, Any] = {"ev_mode": mode}
+    if mode == "srv6":
+        extra["srv6_templates"] = {"fd00::bb": tmpl}
+    cfg = agent_config("ha", "fd00::aa", "02:00:00:00:00:0b", "02:00:00:00:00:0a", **extra)
+    rx = agent_config("hb", "fd00::bb", "02:00:00:00:00:0a", "02:00:00:00:00:0b", **extra)
+    f, fr = Framer(cfg), Framer(rx)
+    rng = random.Random(4)
+    for _ in range(200):
+        ev = rng.getrandbits(32 if mode == "structured" else 16)
+        raw = bytes(f.tx_buf[: f.encode(_tx(cfg, ev))])
+        frame, _ = decode_frame(raw)
+        assert (frame.udp_sport, frame.flow_label) == ev_to_fields(cfg.ev_mode, ev)
+        got = fr.decode(memoryview(raw), 0)
+        assert got is not None
+        assert got[1].ev == fields_to_ev(cfg.ev_mode, frame.udp_sport, frame.flow_label) == ev
