@@ -555,3 +555,44 @@ def test_framer_ev_placement_agrees_with_wire_helpers(mode: str) -> None:
         got = fr.decode(memoryview(raw), 0)
         assert got is not None
         assert got[1].ev == fields_to_ev(cfg.ev_mode, frame.udp_sport, frame.flow_label) == ev
+
+
+class _RecordingCore(StubCore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[int, int, int]] = []  # (port, qpn, psn)
+
+    def receive(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        self.order.append((meta.port, pkt.bth.dest_qp, pkt.bth.psn))
+
+
+def test_two_port_batches_reach_the_core_in_psn_order_per_qp() -> None:
+    """Sprayed packets of one batch are handed over by (QP, PSN), across the 24-bit wrap;
+    packets of different QPs keep their own order."""
+    (a0, b0), (a1, b1) = socket_pair_ports(), socket_pair_ports()
+    cfg = parse_config({"name": "hb", "ports": [
+        {"ifname": f"hbp{i}", "mac": f"02:00:00:00:00:0{i}", "gid": f"fd00:{i}::b",
+         "neighbor_mac": "02:00:00:00:00:0a"} for i in (0, 1)]})
+    sender = agent_config("ha", "fd00::a", "02:00:00:00:00:0b", "02:00:00:00:00:0a")
+    core = _RecordingCore()
+    # PSNs around the wrap, sprayed over the two ports in an irregular pattern; plus QP 9.
+    psns = [(0xFFFFFE + k) & 0xFFFFFF for k in range(8)]
+    plan = [(0, 7, psns[1]), (0, 7, psns[2]), (0, 7, psns[5]), (0, 9, 100), (1, 7, psns[0]),
+            (1, 9, 99), (1, 7, psns[3]), (1, 7, psns[4]), (0, 7, psns[7]), (1, 7, psns[6])]
+    for port, qpn, psn in plan:
+        tx = _tx(sender, 1)
+        tx.pkt.bth.dest_qp = qpn
+        tx.pkt.bth.psn = psn
+        tx.dst_gid = cfg.ports[port].gid
+        (a0 if port == 0 else a1).send(build_frame_for(sender, tx))
+    agent = Agent(cfg, core, monitor_links=False, ports=[b0, b1])
+    try:
+        agent._receive_all(agent.now())
+    finally:
+        agent.stop()
+        a0.close()
+        a1.close()
+    qp7 = [psn for _, qpn, psn in core.order if qpn == 7]
+    assert qp7 == psns  # 0xFFFFFE, 0xFFFFFF, 0, 1, ... in order despite the wrap
+    assert [psn for _, qpn, psn in core.order if qpn == 9] == [99, 100]
+    assert sorted(p for p, _, _ in core.order) == [0] * 5 + [1] * 5
