@@ -228,3 +228,18 @@ def test_real_core_through_api_with_hint_and_write_imm() -> None:
 
 def pair_gid(p: Pair, side: str) -> bytes:
     return (p.cfg_a if side == "a" else p.cfg_b).ports[0].gid
+
+
+def test_calls_after_the_loop_stopped_fail_cleanly() -> None:
+    p = Pair()
+    ctx = open_device(p.a)
+    cq = ctx.create_cq(4)
+    qp = _qp(ctx, cq)
+    p.a.request_stop()
+    wait_until_stopped = p.a._thread
+    assert wait_until_stopped is not None
+    wait_until_stopped.join(5)
+    # The loop is gone: the call runs directly (no thread left to hand it to) and still
+    # reports the core's answer; nothing hangs.
+    assert qp.query().qp_state == QpState.RESET
+    p.close()
