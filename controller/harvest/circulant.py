@@ -44,7 +44,7 @@ def _solve_congruence(a: int, b: int, n: int) -> tuple[int, int] | None:
 
 
 def best_two_types(types: np.ndarray, x1: float, x2: float) -> Evaluation:
-    """Max concurrent flow and lexicographic hops given route types (rows: use1, use2, hops)."""
+    """theta_L for every hop limit L given route types (rows: use1, use2, hops)."""
     if len(types) == 0:
         return Evaluation(0.0, 0)
     a = types[:, 0].astype(float)
@@ -60,13 +60,20 @@ def best_two_types(types: np.ndarray, x1: float, x2: float) -> Evaluation:
     best = max(float(single.max()), float(pair.max()))
     if not math.isfinite(best):
         raise ValueError("unbounded route type (zero usage)")
-    cut = best * (1 - 1e-9)
-    hops = int(h[single >= cut].min()) if (single >= cut).any() else 1 << 62
-    mask = pair >= cut
-    if mask.any():
-        hh = np.maximum(h[:, None], h[None, :])
-        hops = min(hops, int(hh[mask].min()))
-    return Evaluation(best, hops)
+    # theta_L = best value among singles / pairs whose longest route has at most L hops
+    hh = np.maximum(h[:, None], h[None, :])
+    values = np.concatenate([single, pair[np.isfinite(pair)]])
+    hops = np.concatenate([h, hh[np.isfinite(pair)]])
+    order = np.lexsort((-values, hops))
+    frontier: list[tuple[int, float]] = []
+    for k in order:
+        v, L = float(values[k]), int(hops[k])
+        if v > (frontier[-1][1] if frontier else 0.0) * (1 + 1e-9) and v > 0:
+            frontier.append((L, v))
+    last_hops = next(L for L, v in frontier if v >= best * (1 - 1e-9))
+    frontier = [(L, v) for L, v in frontier if last_hops >= L]
+    frontier[-1] = (last_hops, best)
+    return Evaluation(best, last_hops, tuple(frontier))
 
 
 def _pareto(types: list[tuple[int, int, int]]) -> np.ndarray:

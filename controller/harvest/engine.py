@@ -11,7 +11,15 @@ from typing import Any
 from common.collectives import Collective
 
 from .dp import plan
-from .model import Evaluation, HarvestError, Params, StepDemand, Topology, demands_of, step_time
+from .model import (
+    Evaluation,
+    HarvestError,
+    Params,
+    StepDemand,
+    Topology,
+    best_point,
+    demands_of,
+)
 from .search import IntervalSolution, IntervalSolver
 
 REL_TOL = 1e-6
@@ -138,19 +146,10 @@ def _reports(
 ) -> tuple[StepReport, ...]:
     out = []
     for i, (ev, st) in enumerate(zip(sol.evals, steps)):
-        total = step_time(ev, st.volume_bytes, p)
-        transfer = total - p.alpha - p.delta * ev.hops if math.isfinite(total) else math.inf
-        out.append(
-            StepReport(
-                first + i + 1,
-                ev.theta,
-                ev.hops,
-                p.alpha,
-                p.delta * ev.hops,
-                max(0.0, transfer),
-                st.volume_bytes,
-            )
-        )
+        hops, theta, total = best_point(ev, st.volume_bytes, p)
+        transfer = total - p.alpha - p.delta * hops if math.isfinite(total) else math.inf
+        out.append(StepReport(first + i + 1, theta, hops, p.alpha, p.delta * hops,
+                              max(0.0, transfer), st.volume_bytes))
     return tuple(out)
 
 

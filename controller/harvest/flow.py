@@ -4,9 +4,9 @@ theta(G, M): the largest t such that t units can be routed from every source to 
 destinations at once, flows splittable, the sum over commodities on edge (u, v) at most the number
 of circuits x_uv. Commodities are aggregated by source (exact for splittable flows).
 
-hops(G, M): the smallest L such that the same theta is reachable using only routes of at most L
-hops (hop-indexed "layered" LP, binary search over L). This is the longest route of the
-max-throughput routing that keeps routes shortest.
+theta_L(G, M): the same with routes of at most L hops (hop-indexed "layered" LP). The step time
+uses the L that minimises delta L + m / (c theta_L); hops(G, M) is the smallest L with
+theta_L = theta.
 """
 
 from __future__ import annotations
@@ -227,16 +227,17 @@ def shortest_hops(topo: Topology, pattern: Pattern) -> int | None:
 
 
 def evaluate_lp(topo: Topology, pattern: Pattern) -> Evaluation:
-    """Exact (theta, hops) for any topology: one flow LP plus a binary search of layered LPs."""
+    """Exact theta_L for every useful hop limit L: one flow LP plus one layered LP per L."""
     lo = shortest_hops(topo, pattern)
     if lo is None:
         return Evaluation(0.0, 0)
     theta = max_concurrent_flow(topo, pattern)
-    hi = topo.n - 1  # simple paths have at most n-1 hops, so theta_{n-1} = theta
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if hop_limited_flow(topo, pattern, mid) >= theta * (1 - REL_TOL):
-            hi = mid
-        else:
-            lo = mid + 1
-    return Evaluation(theta, lo)
+    frontier: list[tuple[int, float]] = []
+    for limit in range(lo, topo.n):  # simple routes have at most n-1 hops
+        value = theta if limit == topo.n - 1 else hop_limited_flow(topo, pattern, limit)
+        if value >= theta * (1 - REL_TOL):
+            frontier.append((limit, theta))
+            break
+        if value > 0 and (not frontier or value > frontier[-1][1] * (1 + REL_TOL)):
+            frontier.append((limit, value))
+    return Evaluation(theta, frontier[-1][0], tuple(frontier))

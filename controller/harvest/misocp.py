@@ -9,10 +9,10 @@ N_p = number of steps):
          one concurrent-flow system per p routing theta_p per demand, sharing capacities x
 
 With delta > 0 the flows are hop-indexed (layer h = h-th hop of a route) and binary y_ph marks
-layer h as used, so hops_p = sum_h y_ph bounds the longest route. That program lets each step
-trade throughput for shorter routes, so its value is a lower bound on the model's cost (which
-takes maximum throughput first); the returned topology is re-evaluated exactly and the gap is
-reported. With delta = 0 both coincide.
+layer h as used, so hops_p = sum_h y_ph bounds every route of pattern p. Minimising
+delta * hops_p + transfer_p over the routing is exactly the step time of the model (the hop limit
+L that minimises delta L + m / (c theta_L), docs/harvest.md), so the program is exact for any
+delta; with delta = 0 the plain edge-flow formulation is used.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from .model import HarvestError, Params, Pattern, StepDemand, Topology
 @dataclass(frozen=True)
 class ConicResult:
     topology: Topology | None
-    lower_bound: float  # on sum over the steps of (delta*hops + transfer), excl. alpha
+    lower_bound: float  # SCIP dual bound on sum over the steps of delta*hops + transfer
     solved: bool  # SCIP proved optimality (gap 0 within its tolerances)
     seconds: float
     status: str

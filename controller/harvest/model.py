@@ -170,15 +170,35 @@ class Topology:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """theta = maximum concurrent flow (units of one circuit), hops = lexicographic hop length."""
+    """Throughput of one step's demand on one topology.
+
+    ``theta`` is the maximum concurrent flow (units of one circuit) and ``hops`` the smallest
+    hop limit that still reaches it. ``frontier`` lists every (L, theta_L) at which the maximum
+    concurrent flow over routes of at most L hops increases; the last point is (hops, theta).
+    A single point means shorter routes cannot carry the demand at all.
+    """
 
     theta: float
     hops: int
+    frontier: tuple[tuple[int, float], ...] = ()
+
+    def points(self) -> tuple[tuple[int, float], ...]:
+        return self.frontier or ((self.hops, self.theta),)
+
+
+def best_point(ev: Evaluation, volume_bytes: float, p: Params) -> tuple[int, float, float]:
+    """The hop limit L minimising alpha + delta L + 8 m / (c theta_L): (L, theta_L, time)."""
+    best = (0, 0.0, math.inf)
+    for hops, theta in ev.points():
+        if theta <= 0:
+            continue
+        transfer = 8.0 * volume_bytes / (p.bandwidth_bps * theta) if volume_bytes > 0 else 0.0
+        t = p.alpha + p.delta * hops + transfer
+        if t < best[2]:
+            best = (hops, theta, t)
+    return best
 
 
 def step_time(ev: Evaluation, volume_bytes: float, p: Params) -> float:
-    """alpha + delta * hops + 8 * m / (c * theta); infinite when the demand is not routable."""
-    if ev.theta <= 0:
-        return math.inf
-    transfer = 8.0 * volume_bytes / (p.bandwidth_bps * ev.theta) if volume_bytes > 0 else 0.0
-    return p.alpha + p.delta * ev.hops + transfer
+    """Step time on a topology; infinite when the demand is not routable."""
+    return best_point(ev, volume_bytes, p)[2]
