@@ -1,17 +1,21 @@
 """The host agent: owns the NIC ports and drives the sans-I/O HostCore with real time.
 
-One thread runs the loop; applications call into the core through the API (hosts/api.py)
-from their own threads. Both sides take ``Agent.lock`` around core calls (HostCore is not
-thread-safe). An API call wakes the loop through an eventfd so new work goes out at once.
+One thread runs the loop and is the only one that touches the HostCore (it is not
+thread-safe): applications call in from their own threads through ``Agent.call`` (hosts/api.py
+does), which hands the call to the loop (a queue plus an eventfd wake-up) and waits for the
+result, so new work goes out at once and the loop never waits for an application thread.
 
-Loop iteration (all under the lock, except the wait):
+Loop iteration (``Agent.lock`` is held except during the wait):
 1. wait in epoll for a NIC port, a link change or a wake-up, at most until the core's timer;
-2. drain every port until EAGAIN (bounded per iteration, so timers never starve), handing each
-   frame to ``HostCore.receive``; after each batch, transmit what the core has to send
-   (SACKs leave promptly and the window refills while packets keep arriving);
-3. fire the core's timer if due, transmit, and dispatch core events: completions to their
+2. run the calls handed over by application threads;
+3. drain every port until EAGAIN (bounded per iteration, so timers never starve), handing each
+   frame to ``HostCore.receive`` (several ports: each round in (QP, PSN) order); after each
+   batch, transmit what the core has to send (SACKs leave promptly and the window refills
+   while packets keep arriving);
+4. fire the core's timer if due, transmit, and dispatch core events: completions to their
    CQ, async events and EV changes to the handlers, log records to qlog;
-4. every ``metrics_interval`` write a sampled metrics record (never per data packet).
+5. every ``metrics_interval`` write sampled metrics records (never per data packet).
+See docs/transport.md, "Agent and API".
 """
 
 from __future__ import annotations
@@ -93,7 +97,6 @@ class Agent:
         self.iterations = 0
         self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
         self._timer_floor = 0.0
-        self._monitor_links = monitor_links
         try:
             if ports is not None:
                 if len(ports) != len(config.ports):
@@ -220,12 +223,10 @@ class Agent:
     def run(self) -> None:
         """The event loop; returns when stop() is called. Exceptions are kept in loop_error."""
         ep = select.epoll()
-        port_fds = {}
         self._loop_thread = threading.current_thread()
         try:
-            for i, port in enumerate(self.ports):
+            for port in self.ports:
                 ep.register(port.fileno(), select.EPOLLIN)
-                port_fds[port.fileno()] = i
             ep.register(self._wake_fd, select.EPOLLIN)
             if self.linkmon is not None:
                 ep.register(self.linkmon.fileno(), select.EPOLLIN)
