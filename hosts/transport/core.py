@@ -76,6 +76,7 @@ class HostCore:
         self._next_qpn = _FIRST_QPN
         self._next_req = self._rng.randrange(1 << 20)
         self._mask = self._compute_mask()
+        self._nports = len(config.ports)
 
     def _count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
@@ -250,6 +251,9 @@ class HostCore:
         """Process one received packet. Malformed or unexpected input is counted and dropped
         (see ``stats``); it never raises."""
         try:
+            if not 0 <= meta.port < self._nports:
+                self._count("rx_bad_port")
+                return
             dest = pkt.bth.dest_qp
             if dest == ENDPOINT_QP:
                 self._endpoint(pkt, meta, now)
