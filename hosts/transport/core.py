@@ -218,6 +218,14 @@ class HostCore:
             raise QpError(f"QP {qpn} is not RTR/RTS")
         qp.resp.set_dynamic_mpr(mpr_units * 128)
 
+    def set_backpressure(self, qpn: int, penalty: int, restore: bool = False) -> None:
+        """Responder host backpressure: CC_STATE rcv_cwnd_pen (0..127) and restore flag of the
+        QP's following SACKs (e.g. when the application falls behind)."""
+        qp = self._qp(qpn)
+        if qp.resp is None:
+            raise QpError(f"QP {qpn} is not RTR/RTS")
+        qp.resp.set_backpressure(penalty, restore)
+
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
         del self._qps[qpn]

@@ -79,6 +79,8 @@ class Responder:
         self.t_port = 0
         self.rc_nak_sent = False
         self.n_rx_data = 0
+        self.penalty = qp.cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
+        self.restore = False
 
     # -- data ---------------------------------------------------------------------------
     def on_data(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
@@ -259,8 +261,8 @@ class Responder:
             cc_state=CcState(
                 tx_timestamp=ts,
                 ooo_count=self.ooo & 0x7FFF,
-                restore=False,
-                rcv_cwnd_pen=qp.cfg.rx_penalty & 0x7F,
+                restore=self.restore,
+                rcv_cwnd_pen=self.penalty,
                 rcvd_bytes=(self.rcvd_bytes >> 8) & PSN_MASK,
             ),
         )
@@ -293,6 +295,11 @@ class Responder:
             return
         m = SackVerdict.SKIP_ONCE if meta.ce else SackVerdict.NONE
         self._sack(now, self.cack, meta.ev, pkt.peth.tx_timestamp, now, meta.port, m, True)
+
+    def set_backpressure(self, penalty: int, restore: bool) -> None:
+        """Responder host backpressure carried in every following SACK's CC_STATE."""
+        self.penalty = max(0, min(127, penalty))
+        self.restore = restore
 
     def set_dynamic_mpr(self, mpr_psns: int) -> None:
         """Advertise a new MPR (<= the negotiated one) in the following SACKs."""

@@ -738,3 +738,28 @@ def test_burst_loss_recovers_without_timeout_or_spurious_retransmissions() -> No
     assert st.get("loss_probe", 0) == 64 and st.get("loss_fast", 0) == 246 - 64
     probe_after = ack_timeout(QpOptions().timeout) / 4
     assert p.net.now < probe_after + 200e-6
+
+
+def test_backpressure_reaches_the_requesters_cc() -> None:
+    from hosts.transport import CcProfile, NoCongestionControl, SackFeedback
+
+    seen: list[SackFeedback] = []
+
+    class Capture(NoCongestionControl):
+        def on_sack(self, feedback: SackFeedback) -> None:
+            seen.append(feedback)
+
+    def factory(_profile: CcProfile | None, _qpn: int) -> Capture:
+        return Capture()
+
+    p = make_pair(256 * KIB, cc_factory=factory)
+    p.write(1, 0, 64 * KIB)
+    assert p.run_until_completions(1)
+    assert seen and all(f.penalty == 0 and not f.restore for f in seen)
+    n = len(seen)
+    p.b.set_backpressure(p.qb, 200, restore=True)  # clamped to the 7-bit field
+    p.write(2, 64 * KIB, 64 * KIB)
+    assert p.run_until_completions(2)
+    assert all(f.penalty == 127 and f.restore for f in seen[n:])
+    assert sum(f.newly_acked_bytes for f in seen) == 128 * KIB
+    assert sum(f.rcvd_bytes_delta for f in seen) == 128 * KIB
