@@ -12,7 +12,8 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
   ``depth`` outstanding, the last one a WriteImm.
 
 Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
-counters (retransmissions).
+counters (retransmissions); the writer also lists ``progress`` = (unix time, bytes whose
+Writes completed) at every completion, i.e. acknowledged goodput over time.
 """
 
 from __future__ import annotations
@@ -116,8 +117,9 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     chunk = int(job.get("chunk", 256 << 10))
     depth = int(job.get("depth", 8))
     offsets = list(range(0, size, chunk))
-    posted = done = 0
+    posted = done = acked = 0
     errors: list[str] = []
+    progress: list[tuple[float, int]] = [(round(time.time(), 4), 0)]  # (unix time, bytes acked)
     deadline = start + timeout
     while done < len(offsets) and time.monotonic() < deadline and not errors:
         while posted < len(offsets) and posted - done < depth:
@@ -133,12 +135,15 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
             done += 1
             if wc.status != WcStatus.SUCCESS:
                 errors.append(f"wr {wc.wr_id}: {wc.status.value}")
+            else:
+                acked += min(chunk, size - offsets[wc.wr_id])
+                progress.append((round(time.time(), 4), acked))
     elapsed = time.monotonic() - start
     ok = done == len(offsets) and not errors
     if done < len(offsets) and not errors:
         errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
     return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
-            "completed_wrs": done, **_qp_report(ctx, qp.qpn)}
+            "completed_wrs": done, "progress": progress, **_qp_report(ctx, qp.qpn)}
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:

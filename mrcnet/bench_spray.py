@@ -1,0 +1,69 @@
+"""``mrcnet bench spray``: permutation goodput as a fraction of the ideal, MRC vs ECMP.
+
+One fabric (default clos-1p in ECMP mode, every link ``--rate``) runs the same permutation
+twice: ``shift:2`` (each host writes ``--size`` bytes to a host behind the other leaf and
+receives from one; no incast), first with MRC QPs spraying over all their EVs, then with RC
+QPs (one EV each: the ECMP single path, where two flows hashed onto one spine share it).
+
+fraction = (bytes of all flows x 8 / time until the last flow completed) / ideal, with ideal
+= the largest aggregate rate of the permutation over the fabric (max-flow, see
+bench_failover.capacity): with non-blocking leaves, every host's own link rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mrcnet.bench_failover import capacity
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topology", default="clos-1p")
+    parser.add_argument("--mode", default="ecmp")
+    parser.add_argument("--rate", default="20Mbps")
+    parser.add_argument("--size", default="4MiB", help="bytes per flow")
+    parser.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    from mrcnet.fabric.orchestrator import Fabric, RunOptions
+    from mrcnet.fabric.scenario import collect
+    from mrcnet.fabric.workloads import flows_for
+    from topologies.model import NodeKind
+    from topologies.units import parse_size
+
+    size = parse_size(args.size)
+    out: dict[str, Any] = {}
+    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate))
+    try:
+        fab.start()
+        assert fab.topo is not None and fab.runner is not None
+        hosts = [n.name for n in fab.topo.nodes_of(NodeKind.HOST)]
+        ideal = capacity(fab.topo, flows_for("shift:2", hosts), set())
+        summaries = []
+        for key, qp in (("mrc", "MRC"), ("ecmp", "RC")):
+            print(f"[bench spray] {qp} ...", file=sys.stderr, flush=True)
+            wl = fab.runner.submit("shift:2", size, qp, timeout=300)
+            fab.runner.wait(wl, 330, fab.check_alive)
+            s = wl.summary()
+            summaries.append(s)
+            makespan = max(float(f["seconds"] or 0) for f in s["per_flow"]) or float("inf")
+            rate = len(wl.flows) * size * 8 / makespan
+            out[f"{key}_fraction"] = round(rate / ideal, 3) if s["completed"] else 0.0
+            out[f"{key}_bps"] = round(rate)
+            out[f"{key}_completed"] = bool(s["completed"])
+        out["ideal_bps"] = round(ideal)
+        out["results_dir"] = collect(fab, summaries, None)["results_dir"]
+    finally:
+        fab.stop()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"MRC spraying: {out['mrc_fraction']:.2f} of ideal ({out['mrc_bps'] / 1e6:.1f} "
+              f"Mb/s), ECMP single path: {out['ecmp_fraction']:.2f} "
+              f"({out['ecmp_bps'] / 1e6:.1f} Mb/s); ideal {ideal / 1e6:.1f} Mb/s; "
+              f"results {out['results_dir']}")
+    return 0
