@@ -76,11 +76,18 @@ def test_transition_rules_and_min_active() -> None:
     assert m.set_state(1, EvState.DENIED, "ctl", controller=True)  # controller always applies
     assert not m.set_state(1, EvState.GOOD, "probe")  # DENIED never recovers by itself
     assert m.set_state(1, EvState.GOOD, "ctl", controller=True)
+    assert m.set_state(2, EvState.SKIP, "ecn")
+    assert m.set_state(2, EvState.ASSUMED_BAD, "always_skip")  # SKIP -> ASSUMED_BAD
+    assert m.set_state(2, EvState.DENIED, "ctl", controller=True)  # ASSUMED_BAD -> DENIED
+    assert not m.has_bad()
     assert [(i, o.name, n.name) for i, o, n, _ in log] == [
         (0, "GOOD", "ASSUMED_BAD"),
         (0, "ASSUMED_BAD", "GOOD"),
         (1, "GOOD", "DENIED"),
         (1, "DENIED", "GOOD"),
+        (2, "GOOD", "SKIP"),
+        (2, "SKIP", "ASSUMED_BAD"),
+        (2, "ASSUMED_BAD", "DENIED"),
     ]
 
 
