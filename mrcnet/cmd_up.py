@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -105,7 +106,7 @@ def print_summary(res: dict[str, Any], as_json: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mrcnet.fabric.failures import FailureSpecError, parse_schedule
-    from mrcnet.fabric.orchestrator import Fabric, FabricError
+    from mrcnet.fabric.orchestrator import Fabric
     from mrcnet.fabric.plan import PlanError
     from mrcnet.fabric.scenario import collect, run_scenario
     from mrcnet.fabric.workloads import WorkloadError, flows_for
@@ -123,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
+    if os.geteuid() != 0:
+        print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
+              "run it with sudo", file=sys.stderr)
+        return 2
     interactive = not args.no_cli and sys.stdin.isatty()
     fab = Fabric(opts)
     try:
@@ -134,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             print_summary(res, False)
             FabricCLI(fab, size=size, qp_type=args.qp)
             res = collect(fab, res["workloads"] + fab.cli_workloads, None)
-    except (FabricError, PlanError, TimeoutError, OSError) as exc:
+    except (RuntimeError, PlanError, OSError) as exc:  # FabricError, switch start errors, ...
         print(f"mrcnet up: {exc}", file=sys.stderr)
         fab.stop()
         return 1

@@ -21,8 +21,17 @@ from typing import Any
 from mininet.cli import CLI
 
 from common.proto import mrc_ctl_pb2 as pb
-from mrcnet.fabric.failures import FailureSpecError, find_link
+from mrcnet.fabric.failures import find_link
 from mrcnet.fabric.orchestrator import Fabric
+
+
+def _error(exc: BaseException) -> str:
+    """A controller refusal as 'CODE: message' (gRPC), anything else as its text."""
+    code = getattr(exc, "code", None)
+    details = getattr(exc, "details", None)
+    if callable(code) and callable(details):
+        return f"{code().name}: {details()}"
+    return str(exc)
 
 
 def parse_evs(words: list[str]) -> list[tuple[int, int]]:
@@ -69,8 +78,8 @@ class FabricCLI(CLI):  # type: ignore[misc]
             assert self.fab.ctl is not None
             view = self.fab.ctl.set_link(str(link.a), args[2] == "up")
             self._say(f"link {view.a} -- {view.b} {'up' if view.up else 'down'}")
-        except (FailureSpecError, Exception) as exc:
-            self._say(f"link: {exc}")
+        except Exception as exc:  # FailureSpecError, controller refusals
+            self._say(f"link: {_error(exc)}")
 
     def do_port(self, line: str) -> None:
         """port HOST N down|up: NIC port N of HOST (carrier change seen by agent and switch)."""
@@ -120,8 +129,8 @@ class FabricCLI(CLI):  # type: ignore[misc]
             assert self.fab.ctl is not None
             self.fab.ctl.set_ev_state(evs, state)
             self._say(f"{word}: {', '.join(f'{v:#x}@{p}' for v, p in evs)}")
-        except Exception as exc:
-            self._say(f"{word}: {exc}")
+        except Exception as exc:  # bad EV syntax, controller refusals
+            self._say(f"{word}: {_error(exc)}")
 
     def do_deny(self, line: str) -> None:
         """deny EV@PORT ...: the controller sets DENIED on every QP of the profile."""

@@ -27,6 +27,7 @@ ev h0
 link p0-leaf0 p0-leaf1 down
 port h9 0 down
 run ring
+deny 0x999@1
 h0 true
 """
 
@@ -59,6 +60,7 @@ def test_cli_commands(run_prefix: str, tmp_path: Path, capsys: pytest.CaptureFix
     assert "link: " in out  # p0-leaf0 and p0-leaf1 are not linked
     assert "port: no such host port" in out
     assert "run: unknown workload 'ring'" in out
+    assert "denied: NOT_FOUND: " in out and "0x999" in out  # the controller's refusal
     assert len(fab.cli_workloads) == 1 and fab.cli_workloads[0]["completed"]
     assert not [n for _, n in socket.if_nameindex() if n.startswith(run_prefix)]
 

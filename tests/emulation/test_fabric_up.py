@@ -111,3 +111,48 @@ def test_start_failure_rolls_back_everything(run_prefix: str, tmp_path: Path) ->
         fab.start()
     assert len(pids) == 8 and fab.controller is None
     assert_clean(run_prefix, pids, fab.sock_dir)
+
+
+def _cmdlines_with(text: str) -> list[str]:
+    out = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            out.append(f"{proc.name}: {cmd}")
+    return out
+
+
+def test_ctrl_c_during_a_run_leaves_nothing(tmp_path: Path) -> None:
+    """SIGINT to `mrcnet up` mid-workload: the run is torn down (its run id is in every
+    process's command line: agents' configs, switch logs, the controller's files)."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from common.netns import wait_until
+
+    err = tmp_path / "up.err"
+    with open(err, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mrcnet.cli", "up", "--no-cli", "--run", "all-to-all",
+             "--duration", "60", "--quiet"], stdout=subprocess.DEVNULL, stderr=out,
+            stdin=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: "fabric up" in err.read_text(), 90, f"the fabric ({err})")
+        run_id = re.search(r"run (\S+):", err.read_text())
+        assert run_id is not None
+        prefix = run_id.group(1).rsplit("-", 1)[1]
+        assert _ifaces(prefix) and _cmdlines_with(run_id.group(1))
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not _ifaces(prefix), _ifaces(prefix)
+    assert not _cmdlines_with(run_id.group(1))
