@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from common.collectives import is_power_of_two
 
-from . import exhaustive, misocp
+from . import exchange, exhaustive, misocp
 from .circulant import shift_on_circulant, swing_on_local
 from .flow import evaluate_lp
 from .model import Evaluation, HarvestError, Params, Pattern, StepDemand, Topology, step_time
@@ -226,6 +226,11 @@ class IntervalSolver:
             evals = tuple(self.evaluator(circ, st.pattern) for st in steps)
             cost = interval_cost(evals, steps, p)
             return IntervalSolution(circ, evals, cost, cost, "circulant-theorem", True)
+        if self.method != "exact" and exchange.applies(patterns, p.degree):
+            found = exchange.solve(self.n, steps, p)
+            if found is not None:
+                cyc, evals, cost, bound, proven = found
+                return IntervalSolution(cyc, evals, cost, bound, "orbit-cycles", proven)
         if self.method == "auto" and p.degree == 1 and self.n <= exhaustive.MAX_N:
             if self._table is None:
                 self._table = exhaustive.DerangementTable(self.n)

@@ -215,3 +215,29 @@ def test_cli_module_parses_units() -> None:
     with pytest.raises(HarvestError):
         parse_time("soon", "alpha")
     assert cli.describe(Topology.circulant(4, [1])).startswith("circulant")
+
+
+def test_orbit_cycles_agree_with_route_walking() -> None:
+    from controller.harvest import exchange
+    from controller.harvest.model import demands_of
+
+    p = Params(degree=1, bandwidth_bps=8.0, delta=0.1)
+    for n in (16, 32):
+        steps = demands_of(build("swing", n), 1.0)
+        for a, b in ((0, 1), (1, 3), (0, 4), (2, len(steps) - 1), (0, len(steps) - 1)):
+            found = exchange.solve(n, steps[a : b + 1], p)
+            assert found is not None
+            topo, evals, cost, bound, proven = found
+            assert topo.max_degrees() == (1, 1)
+            for ev, st in zip(evals, steps[a : b + 1]):
+                walked = evaluate_unipath(topo, st.pattern)
+                assert ev.theta == pytest.approx(walked.theta)
+                assert ev.hops == walked.hops
+            assert bound <= cost * (1 + 1e-12)
+            assert proven == (bound == cost)
+
+
+def test_swing_degree1_proven_at_64() -> None:
+    r = synthesize(build("swing", 64), 2**30, Params(1, 800e9, 0.0, 0.0, 1e-5))
+    assert r.optimal
+    assert "orbit-cycles" in r.method
