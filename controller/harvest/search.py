@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from common.collectives import is_power_of_two
 
-from . import exchange, exhaustive, misocp
+from . import bounds, exchange, exhaustive, misocp
 from .circulant import shift_on_circulant, swing_on_local
 from .flow import evaluate_lp
 from .model import Evaluation, HarvestError, Params, Pattern, StepDemand, Topology, step_time
@@ -215,6 +215,8 @@ class IntervalSolver:
         steps = self.steps[a : b + 1]
         patterns = list(dict.fromkeys(st.pattern for st in steps))
         lb = trivial_lower_bound(steps, p)
+        if bounds.applies(patterns):
+            lb = max(lb, bounds.interval_bound(steps, p))
         if len(patterns) == 1 and patterns[0].out_degree_ok():
             direct = direct_topology(patterns[0], p.degree)
             evals = tuple(Evaluation(float(p.degree), 1) for _ in steps)

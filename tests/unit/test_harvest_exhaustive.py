@@ -15,8 +15,9 @@ import pytest
 from scipy.optimize import linprog
 
 from common.collectives import build
+from controller.harvest import bounds
 from controller.harvest.engine import Synthesizer
-from controller.harvest.model import Params
+from controller.harvest.model import Params, demands_of
 
 Pairs = tuple[tuple[int, int], ...]
 
@@ -154,6 +155,7 @@ def check_against(brute: Callable[[str, str], tuple[list[list[Frontier]], list[f
         for alpha, delta in delays:
             synth = Synthesizer(build(name, n, phase), 1.0, Params(d, 8.0, alpha, delta),
                                 time_limit=30)
+            check_bounds(evals, fractions, Params(d, 8.0, alpha, delta), name, n, phase)
             for alpha_r in ALPHA_R:
                 p = Params(d, 8.0, alpha, delta, alpha_r)
                 want = brute_optimum(evals, fractions, 1.0, p)
@@ -163,6 +165,23 @@ def check_against(brute: Callable[[str, str], tuple[list[list[Frontier]], list[f
                     assert got.completion_time_s == pytest.approx(want, rel=1e-6), (name, p)
                 if require_optimal:
                     assert got.optimal
+
+
+def check_bounds(evals: list[list[Frontier]], fractions: list[float], p: Params, name: str,
+                 n: int, phase: str) -> None:
+    """The capacity lower bound never exceeds the brute-force interval optimum."""
+    steps = demands_of(build(name, n, phase), 1.0)
+    cost = np.array([[step_cost(fr, f, 1.0, p) for fr, f in zip(row, fractions)]
+                     for row in evals])
+    checked = 0
+    for a in range(len(steps)):
+        for b in range(a + 1, len(steps)):
+            pats = list(dict.fromkeys(st.pattern for st in steps[a : b + 1]))
+            if bounds.applies(pats):
+                best = float(np.min(cost[:, a : b + 1].sum(axis=1)))
+                assert bounds.interval_bound(steps[a : b + 1], p) <= best * (1 + 1e-9)
+                checked += 1
+    assert checked > 0
 
 
 def _d1_brute(n: int) -> Callable[[str, str], tuple[list[list[Frontier]], list[float]]]:
