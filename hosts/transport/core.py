@@ -199,9 +199,10 @@ class HostCore:
             out["bytes_in_flight"] = qp.req.inflight
             out["tx_data"] = qp.req.txseq
             out["tx_rtx"] = qp.req.n_rtx
-            thr = getattr(qp.req.detector, "threshold", None)
-            if isinstance(thr, int):
-                out["reorder_threshold"] = thr
+            thrs = [getattr(d, "threshold", None) for d in qp.req.detectors]
+            ints = [t for t in thrs if isinstance(t, int)]
+            if ints:
+                out["reorder_threshold"] = max(ints)
         if qp.resp is not None:
             out["rx_data"] = qp.resp.n_rx_data
         return out

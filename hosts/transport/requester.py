@@ -124,19 +124,28 @@ class Requester:
         self.mask = size - 1
         self.r_wqe: list[Wqe | None] = [None] * size
         self.r_time = [0.0] * size
-        self.r_seq = [0] * size
+        self.r_seq = [0] * size  # global transmit sequence of the PSN's last copy
+        self.r_pseq = [0] * size  # per-plane transmit sequence of the PSN's last copy
         self.r_ev = [-1] * size
         self.r_cnt = [0] * size
         self.r_size = [0] * size
         self.r_flags = [0] * size
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
-        self.order: deque[tuple[int, int, float]] = deque()  # (txseq, psn, time) sent order
-        self.detector: LossDetector = (
-            qp.cfg.loss_factory(qp.qpn)
-            if qp.cfg.loss_factory is not None
+        # Loss detection runs per plane: each plane is its own network with its own queues,
+        # so transmission order predicts arrival order only within a plane.
+        nplanes = len(qp.cfg.ports)
+        self.pseq = [0] * nplanes
+        # per plane, in transmission order: (plane seq, psn, time, global seq)
+        self.orders: list[deque[tuple[int, int, float, int]]] = [deque() for _ in range(nplanes)]
+        factory = qp.cfg.loss_factory
+        self.detectors: list[LossDetector] = [
+            factory(qp.qpn)
+            if factory is not None
             else ReorderThreshold(qp.cfg.reorder_threshold, max(1, mpr_psns // 2))
-        )
+            for _ in range(nplanes)
+        ]
+        self._maxs = [-1] * nplanes
         self.unsent: deque[Wqe] = deque()
         self.outstanding: deque[Wqe] = deque()  # started, not completed
         self.msn = 0
@@ -305,21 +314,24 @@ class Requester:
         )
         seq = self.txseq
         self.txseq = seq + 1
+        port = ev.ports[idx]
+        ps = self.pseq[port]
+        self.pseq[port] = ps + 1
         self.r_time[slot] = now
         self.r_seq[slot] = seq
+        self.r_pseq[slot] = ps
         self.r_ev[slot] = idx
         flags = self.r_flags[slot]
         if not flags & _FLAG_INFLIGHT:
             self.inflight += size
             self.r_flags[slot] = flags | _FLAG_INFLIGHT
-        self.order.append((seq, psn, now))
+        self.orders[port].append((ps, psn, now, seq))
         if rtx:
             self.r_cnt[slot] += 1
             self.n_rtx += 1
             tclass = TC_RETX
         else:
             tclass = TC_DATA
-        port = ev.ports[idx]
         if qp.cfg.log_packets:
             qp.log(now, "transport:packet_sent", psn=psn, ev=ev.evs[idx], port=port, rtx=rtx)
         return TxPacket(pkt, port, qp.dest_gids[port], ev.evs[idx], tclass, True)
@@ -369,13 +381,15 @@ class Requester:
                     # Karn's ambiguity resolved by the reflected timestamp: if it is (up to
                     # the service time) the one of the last copy, that copy arrived
                     lag = (c.tx_timestamp - ts16(self.r_time[slot])) & 0xFFFF
-                    if lag <= self.copy_tolerance:
-                        self.detector.on_acked(self.r_seq[slot])
+                    if lag <= self.copy_tolerance and qp.ev is not None:
+                        plane = qp.ev.ports[self.r_ev[slot]]
+                        self.detectors[plane].on_acked(self.r_pseq[slot])
         elif dup_answer:
             # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
             # was not needed
             qp.count("spurious_rtx")
-            self.detector.on_spurious()
+            for det in self.detectors:
+                det.on_spurious()
         if d > 0:
             self._advance(d, now)
         # feedback on the EV that triggered this SACK
@@ -443,9 +457,13 @@ class Requester:
         mask = self.mask
         r_flags = self.r_flags
         r_size = self.r_size
-        r_seq = self.r_seq
+        r_pseq = self.r_pseq
+        r_ev = self.r_ev
         r_cnt = self.r_cnt
-        maxseq = -1
+        ev = self.qp.ev
+        assert ev is not None
+        ports = ev.ports
+        maxs = self._maxs
         acked = 0
         inflight = self.inflight
         x = newly
@@ -460,11 +478,15 @@ class Requester:
                 inflight -= size
                 r_flags[slot] = f & ~_FLAG_INFLIGHT
             if not r_cnt[slot]:  # Karn: which copy of a retransmitted PSN arrived is unknown
-                seq = r_seq[slot]
-                if seq > maxseq:
-                    maxseq = seq
+                plane = ports[r_ev[slot]]
+                ps = r_pseq[slot]
+                if ps > maxs[plane]:
+                    maxs[plane] = ps
         self.inflight = inflight
-        self.detector.on_acked(maxseq)
+        for plane, m in enumerate(maxs):
+            if m >= 0:
+                self.detectors[plane].on_acked(m)
+                maxs[plane] = -1
         return acked
 
     def _advance(self, d: int, now: float) -> None:
@@ -495,9 +517,9 @@ class Requester:
                         w.length,
                     )
                 )
-        order = self.order
-        while order and order[0][1] < una:
-            order.popleft()
+        for order in self.orders:
+            while order and order[0][1] < una:
+                order.popleft()
 
     def _mark_lost(self, psn: int) -> bool:
         rel = psn - self.una
@@ -515,24 +537,23 @@ class Requester:
         return True
 
     def _detect(self) -> None:
-        """Fast-loss detection: walk the transmit-order queue from the oldest transmission."""
-        order = self.order
+        """Fast-loss detection: per plane, walk the transmit-order queue from the oldest."""
         una = self.una
         mask = self.mask
         r_seq = self.r_seq
-        det = self.detector
         found = 0
-        while order:
-            seq, psn, _t = order[0]
-            if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
-                order.popleft()
-                continue
-            if det.is_lost(seq):
-                order.popleft()
-                if self._mark_lost(psn):
-                    found += 1
-                continue
-            break
+        for order, det in zip(self.orders, self.detectors):
+            while order:
+                ps, psn, _t, seq = order[0]
+                if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
+                    order.popleft()
+                    continue
+                if det.is_lost(ps):
+                    order.popleft()
+                    if self._mark_lost(psn):
+                        found += 1
+                    continue
+                break
         if found:
             self.qp.count("loss_fast", found)
             self._log_lost("fast", found)
@@ -546,7 +567,7 @@ class Requester:
     def _probe_inference(self, base: int) -> None:
         """A probe answer shows the responder's state after everything sent before the probe
         (minus a reordering guard): clear bits of its window for such PSNs are losses."""
-        guard = (self.srtt or 0.0) / 4
+        guard = self.srtt or 0.0
         limit = self.probe_time - guard
         end = min(base + 64, self.next_psn)
         found = 0
@@ -652,10 +673,12 @@ class Requester:
             tp = self.last_feedback + self.probe_after
             if tp < t:
                 t = tp
-        if self.per_packet is not None and self.order:
-            tpp = self.order[0][2] + self.per_packet
-            if tpp < t:
-                t = tpp
+        if self.per_packet is not None:
+            for order in self.orders:
+                if order:
+                    tpp = order[0][2] + self.per_packet
+                    if tpp < t:
+                        t = tpp
         return t
 
     def handle_timer(self, now: float) -> None:
@@ -708,15 +731,15 @@ class Requester:
     def _per_packet_expired(self, now: float) -> None:
         assert self.per_packet is not None
         limit = now - self.per_packet
-        order = self.order
         una = self.una
         found = 0
-        while order and order[0][2] <= limit:
-            seq, psn, _t = order.popleft()
-            if psn < una or self.r_seq[psn & self.mask] != seq:
-                continue
-            if self._mark_lost(psn):
-                found += 1
+        for order in self.orders:
+            while order and order[0][2] <= limit:
+                _ps, psn, _t, seq = order.popleft()
+                if psn < una or self.r_seq[psn & self.mask] != seq:
+                    continue
+                if self._mark_lost(psn):
+                    found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)
             self._log_lost("per_packet_timer", found)
