@@ -75,8 +75,8 @@ class FabricCLI(CLI):  # type: ignore[misc]
             return
         try:
             link = find_link(self.fab.topo, f"{args[0]}-{args[1]}")  # type: ignore[arg-type]
-            assert self.fab.ctl is not None
-            view = self.fab.ctl.set_link(str(link.a), args[2] == "up")
+            view = self.fab.set_link(str(link.a), f"{link.a.node}-{link.b.node}",
+                                     args[2] == "up")
             self._say(f"link {view.a} -- {view.b} {'up' if view.up else 'down'}")
         except Exception as exc:  # FailureSpecError, controller refusals
             self._say(f"link: {_error(exc)}")
@@ -88,8 +88,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
             self._say("usage: port HOST N down|up")
             return
         try:
-            assert self.fab.mn is not None
-            self.fab.mn.set_host_port(args[0], int(args[1]), args[2] == "up")
+            self.fab.set_host_port(args[0], int(args[1]), args[2] == "up")
             self._say(f"{args[0]} port {args[1]} {args[2]}")
         except (StopIteration, KeyError, ValueError) as exc:
             self._say(f"port: no such host port ({exc})")

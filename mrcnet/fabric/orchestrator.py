@@ -101,6 +101,7 @@ class Fabric:
         self.mode: PathMode | None = None
         self.timings: dict[str, float] = {}
         self.cli_workloads: list[dict[str, Any]] = []  # summaries of workloads run from the CLI
+        self.link_log: list[dict[str, Any]] = []  # link/port changes: t (tracker clock), link, up
         self._stopped = False
 
     def __enter__(self) -> Fabric:
@@ -236,6 +237,21 @@ class Fabric:
         wait_until(ready, 60, f"agents to register (logs in {adir})", 0.05)
 
     # -- operations --------------------------------------------------------------------------
+    def log_link(self, label: str, up: bool) -> None:
+        self.link_log.append({"t": time.monotonic() - self.tracker.t0, "link": label, "up": up})
+
+    def set_link(self, endpoint: str, label: str, up: bool) -> Any:
+        """A link change through the controller, recorded for the results."""
+        assert self.ctl is not None
+        view = self.ctl.set_link(endpoint, up)
+        self.log_link(label, up)
+        return view
+
+    def set_host_port(self, host: str, port: int, up: bool) -> None:
+        assert self.mn is not None
+        self.mn.set_host_port(host, port, up)
+        self.log_link(f"{host}:{port}", up)
+
     def check_alive(self) -> None:
         """Raise FabricError if a process of the run died."""
         if self.controller is not None and self.controller.poll() is not None:

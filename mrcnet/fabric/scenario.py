@@ -18,8 +18,7 @@ from mrcnet.fabric.orchestrator import Fabric
 
 
 def apply_link_event(fab: Fabric, ev: LinkEvent) -> None:
-    assert fab.ctl is not None
-    fab.ctl.set_link(ev.endpoint, ev.up)
+    fab.set_link(ev.endpoint, ev.label, ev.up)
 
 
 def run_scenario(
@@ -64,9 +63,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
     """Assemble, save and plot the results of what ran so far."""
     if fab.sampler is not None:
         fab.sampler.sample()
-    t0 = fab.tracker.t0
-    link_events = [{"t": t - t0, "link": ev.label, "up": ev.up} for t, ev in
-                   (sched.applied if sched else [])]
+    link_events = list(fab.link_log)
     samples = list(fab.sampler.samples) if fab.sampler else []
     mtu = fab.topo.fabric.mtu if fab.topo else 4096
     rtx = sum(int(w["retransmitted_packets"]) for w in summaries)
