@@ -73,11 +73,10 @@ def solve(n: int, steps: Sequence[StepDemand], p: Params
     peers = [dict(pat.pairs) for pat in patterns]
     first = orbits[0]
     if k <= EXHAUSTIVE_ORBIT:
-        head, rest = first[0], first[1:]
-        orders = [[head, *perm] for perm in itertools.permutations(rest)]
+        best = _best_order_exhaustive(first, weights, peers)
     else:
         orders = [first, _walk_order(first, peers)]
-    best = min(orders, key=lambda o: _order_cost(o, patterns, weights, peers))
+        best = min(orders, key=lambda o: _order_cost(o, patterns, weights, peers))
     # Carry the order to every orbit by the even rotation that maps the first orbit's smallest
     # even rank onto the orbit's; even rotations preserve every Swing matching.
     anchor = min(u for u in first if u % 2 == 0)
@@ -115,3 +114,19 @@ def _walk_order(orbit: Sequence[int], peers: Sequence[dict[int, int]]) -> list[i
             if peer[u] not in mark:
                 stack.append(peer[u])
     return seen
+
+
+def _best_order_exhaustive(orbit: Sequence[int], weights: Sequence[int],
+                           peers: Sequence[dict[int, int]]) -> list[int]:
+    """All cyclic orders of a small orbit (first element fixed), scored with numpy."""
+    k = len(orbit)
+    index = {u: i for i, u in enumerate(orbit)}
+    perms = np.array([(0, *rest) for rest in itertools.permutations(range(1, k))], dtype=np.int64)
+    pos = np.empty_like(perms)
+    pos[np.arange(len(perms))[:, None], perms] = np.arange(k)[None, :]
+    score = np.zeros(len(perms), dtype=np.int64)
+    for w, peer in zip(weights, peers):
+        partner = np.array([index[peer[u]] for u in orbit], dtype=np.int64)
+        score += w * ((pos[:, partner] - pos) % k).max(axis=1)
+    best = perms[int(np.argmin(score))]
+    return [orbit[i] for i in best]
