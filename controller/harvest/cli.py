@@ -27,8 +27,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", choices=("auto", "exact", "restricted"), default="auto",
                         help="auto: proofs where known, conic program up to --exact-max-n, "
                              "restricted circulant search beyond; exact: conic program always")
-    parser.add_argument("--exact-max-n", type=int, default=8,
-                        help="largest n for the conic program in auto mode (default 8)")
+    parser.add_argument("--exact-max-n", type=int, default=4,
+                        help="largest n for the conic program in auto mode (default 4; at n = 8 "
+                             "SCIP may need minutes per subproblem)")
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="seconds per conic subproblem (default 60)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")

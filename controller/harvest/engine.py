@@ -162,7 +162,7 @@ class Synthesizer:
         message_bytes: float,
         params: Params,
         method: str = "auto",
-        exact_max_n: int = 8,
+        exact_max_n: int = 4,
         time_limit: float = 60.0,
         progress: Callable[[str], None] | None = None,
     ) -> None:
@@ -284,7 +284,7 @@ def synthesize(
     message_bytes: float,
     params: Params,
     method: str = "auto",
-    exact_max_n: int = 8,
+    exact_max_n: int = 4,
     time_limit: float = 60.0,
     progress: Callable[[str], None] | None = None,
 ) -> Result:

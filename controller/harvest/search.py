@@ -155,7 +155,7 @@ class IntervalSolver:
         steps: Sequence[StepDemand],
         params: Params,
         method: str = "auto",
-        exact_max_n: int = 8,
+        exact_max_n: int = 4,
         time_limit: float = 60.0,
         progress: Callable[[str], None] | None = None,
     ) -> None:
