@@ -146,6 +146,12 @@ class Requester:
             for _ in range(nplanes)
         ]
         self._maxs = [-1] * nplanes
+        # across planes: time order (RACK-like): lost once a packet sent at least
+        # reo_mult x srtt later was delivered (catches a silently dead plane)
+        self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
+        self.max_acked_t = float("-inf")
+        self.reo_mult = 1.0
+        self.ev_loss: list[int] = []  # per EV: losses since its last delivered packet
         self.unsent: deque[Wqe] = deque()
         self.outstanding: deque[Wqe] = deque()  # started, not completed
         self.msn = 0
@@ -326,6 +332,7 @@ class Requester:
             self.inflight += size
             self.r_flags[slot] = flags | _FLAG_INFLIGHT
         self.orders[port].append((ps, psn, now, seq))
+        self.gorder.append((now, psn, seq))
         if rtx:
             self.r_cnt[slot] += 1
             self.n_rtx += 1
@@ -384,12 +391,15 @@ class Requester:
                     if lag <= self.copy_tolerance and qp.ev is not None:
                         plane = qp.ev.ports[self.r_ev[slot]]
                         self.detectors[plane].on_acked(self.r_pseq[slot])
+                        if self.r_time[slot] > self.max_acked_t:
+                            self.max_acked_t = self.r_time[slot]
         elif dup_answer:
             # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
             # was not needed
             qp.count("spurious_rtx")
             for det in self.detectors:
                 det.on_spurious()
+            self.reo_mult = min(self.reo_mult * 2, 16.0)
         if d > 0:
             self._advance(d, now)
         # feedback on the EV that triggered this SACK
@@ -464,6 +474,11 @@ class Requester:
         assert ev is not None
         ports = ev.ports
         maxs = self._maxs
+        r_time = self.r_time
+        max_t = float("-inf")
+        ev_loss = self.ev_loss
+        if len(ev_loss) != len(ports):
+            ev_loss.extend([0] * (len(ports) - len(ev_loss)))
         acked = 0
         inflight = self.inflight
         x = newly
@@ -478,11 +493,18 @@ class Requester:
                 inflight -= size
                 r_flags[slot] = f & ~_FLAG_INFLIGHT
             if not r_cnt[slot]:  # Karn: which copy of a retransmitted PSN arrived is unknown
-                plane = ports[r_ev[slot]]
+                e = r_ev[slot]
+                plane = ports[e]
                 ps = r_pseq[slot]
                 if ps > maxs[plane]:
                     maxs[plane] = ps
+                t = r_time[slot]
+                if t > max_t:
+                    max_t = t
+                ev_loss[e] = 0
         self.inflight = inflight
+        if max_t > self.max_acked_t:
+            self.max_acked_t = max_t
         for plane, m in enumerate(maxs):
             if m >= 0:
                 self.detectors[plane].on_acked(m)
@@ -520,6 +542,9 @@ class Requester:
         for order in self.orders:
             while order and order[0][1] < una:
                 order.popleft()
+        gorder = self.gorder
+        while gorder and gorder[0][1] < una:
+            gorder.popleft()
 
     def _mark_lost(self, psn: int) -> bool:
         rel = psn - self.una
@@ -550,13 +575,50 @@ class Requester:
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._mark_lost(psn):
+                    if self._inferred_loss(psn):
                         found += 1
                     continue
                 break
         if found:
             self.qp.count("loss_fast", found)
             self._log_lost("fast", found)
+        if self.srtt is None:
+            return
+        limit = self.max_acked_t - self.srtt * self.reo_mult
+        gorder = self.gorder
+        found = 0
+        while gorder:
+            t, psn, seq = gorder[0]
+            if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
+                gorder.popleft()
+                continue
+            if t <= limit:
+                gorder.popleft()
+                if self._inferred_loss(psn):
+                    found += 1
+                continue
+            break
+        if found:
+            self.qp.count("loss_time", found)
+            self._log_lost("time", found)
+
+    def _inferred_loss(self, psn: int) -> bool:
+        """Mark a PSN lost that vanished (no NACK); an EV that loses 3 packets in a row with
+        none delivered in between is assumed bad (a silently dead path or plane)."""
+        if not self._mark_lost(psn):
+            return False
+        if self.rc:
+            return True
+        idx = self.r_ev[psn & self.mask]
+        ev_loss = self.ev_loss
+        if 0 <= idx < len(ev_loss):
+            ev_loss[idx] += 1
+            if ev_loss[idx] >= 3:
+                ev_loss[idx] = 0
+                ev = self.qp.ev
+                assert ev is not None
+                ev.set_state(idx, EvState.ASSUMED_BAD, "repeated_loss")
+        return True
 
     def _log_lost(self, trigger: str, count: int) -> None:
         """qlog-like record of a loss detection (one per detection batch, not per packet)."""
@@ -575,7 +637,7 @@ class Requester:
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._mark_lost(psn):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn):
                 found += 1
         self.probe_time = 0.0
         if found:
@@ -712,18 +774,28 @@ class Requester:
             )
             return
         qp.log(now, "recovery:ack_timeout", una=self.una, retries=self.retries)
-        head = self.una & self.mask
         ev = qp.ev
         assert ev is not None
-        if not self.rc and not self.r_flags[head] & _FLAG_TRIMMED and self.r_ev[head] >= 0:
-            ev.set_state(self.r_ev[head], EvState.ASSUMED_BAD, "ack_timeout")
-        # everything whose last copy is at least one timeout old is presumed lost
+        # everything whose last copy is at least one timeout old is presumed lost, and the
+        # EVs those copies took (unless they were trimmed) are assumed bad
         stale = now - self.timeout_s
         r_time = self.r_time
+        r_flags = self.r_flags
+        r_ev = self.r_ev
         mask = self.mask
+        bad: set[int] = set()
         for psn in range(self.una, self.next_psn):
-            if r_time[psn & mask] <= stale:
-                self._mark_lost(psn)
+            slot = psn & mask
+            if (
+                r_time[slot] <= stale
+                and self._mark_lost(psn)
+                and not r_flags[slot] & _FLAG_TRIMMED
+                and r_ev[slot] >= 0
+            ):
+                bad.add(r_ev[slot])
+        if not self.rc:
+            for idx in sorted(bad):
+                ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
         qp.cc.on_timeout(now, self.inflight)
         self.last_progress = now
         qp.host.mark_ready(qp)
@@ -738,7 +810,7 @@ class Requester:
                 _ps, psn, _t, seq = order.popleft()
                 if psn < una or self.r_seq[psn & self.mask] != seq:
                     continue
-                if self._mark_lost(psn):
+                if self._inferred_loss(psn):
                     found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)

@@ -16,6 +16,7 @@ from hosts.transport import (
     EvProfileMode,
     EvState,
     EvStateChanged,
+    LogRecord,
     RxMeta,
     TxPacket,
 )
@@ -445,3 +446,40 @@ def test_two_planes_with_unequal_queues_recover_without_spurious_retransmissions
     assert losses > 20
     assert st["tx_rtx"] == losses
     assert st.get("spurious_rtx", 0) == 0 and p.b.qp_stats(p.qb).get("rx_dup", 0) == 0
+
+
+def test_silently_dead_plane_is_abandoned_after_one_timeout() -> None:
+    """A plane black-holes without any carrier loss or port status update: the first ACK
+    timeout assumes every EV of the stale packets bad, so the whole dead plane leaves the
+    rotation at once and the transfer finishes on the other plane."""
+    p = make_pair(
+        8 * 1024 * KIB, LinkModel(delay=5e-6, path_skew=2e-6, rate=12.5e9), planes=2, per_plane=8
+    )
+    p.net.record = True
+    for i in range(8):
+        p.write(i, i * 1024 * KIB, 1024 * KIB)
+    p.net.run(lambda: p.b.qp_stats(p.qb).get("rx_data", 0) >= 300, max_time=1.0)
+    p.net.plane_up[1] = False
+    assert p.run_until_completions(8)
+    assert p.dst == p.src
+    st = p.a.qp_stats(p.qa)
+    assert st["timeouts"] == 1
+    plane1 = {ev for ev, port, _s in p.a.ev_states(p.qa) if port == 1}
+    bad = {c[0] for c in _changes(p) if c[2] == "ASSUMED_BAD"}
+    assert bad == plane1
+    # after the timeout no first transmission and no retransmission went to plane 1
+    t_timeout = next(
+        e.time
+        for e in p.net.events[0]
+        if isinstance(e, LogRecord) and e.name == "recovery:ack_timeout"
+    )
+    assert [
+        tx for (t, s, tx) in p.net.sent if s == 0 and t > t_timeout and tx.port == 1 and is_data(tx)
+    ] == []
+    # the plane heals: EV probes bring its EVs back without any controller action
+    p.net.plane_up[1] = True
+    assert p.net.run(
+        lambda: all(s == EvState.GOOD for _ev, _port, s in p.a.ev_states(p.qa)),
+        max_time=p.net.now + 0.05,
+    )
+    assert {c[0] for c in _changes(p) if c[3] == "ev_probe_ok"} == plane1
