@@ -11,6 +11,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from common.collectives import is_power_of_two
 
 from . import bounds, exchange, exhaustive, misocp
@@ -173,6 +175,8 @@ class IntervalSolver:
         self._cache: dict[tuple[int, int], IntervalSolution] = {}
         self._table: exhaustive.DerangementTable | None = None
         self._topos: dict[Candidate, Topology] = {}
+        self._tables: dict[tuple[Candidate, ...], tuple[
+            list[Topology], list[list[Evaluation]], np.ndarray]] = {}
 
     def _candidates(self, patterns: Sequence[Pattern]) -> list[Topology]:
         """Candidates, with structured topologies built once per solver (n can be 1024)."""
@@ -189,6 +193,30 @@ class IntervalSolver:
                 self._topos[(kind, gens)] = topo
             out.append(topo)
         return out
+
+    def _restricted(self, a: int, b: int, patterns: Sequence[Pattern]
+                    ) -> tuple[Topology | None, tuple[Evaluation, ...], float]:
+        """Best candidate for steps a..b; structured families use one step-time table."""
+        structured = structured_candidates(self.n, patterns, self.params.degree,
+                                           self.all_patterns)
+        if structured is None:
+            return self._best_of(self._candidates(patterns), self.steps[a : b + 1])
+        key = tuple(structured)
+        table = self._tables.get(key)
+        if table is None:
+            topos = self._candidates(patterns)
+            evals = [[self.evaluator(t, st.pattern) for st in self.steps] for t in topos]
+            times = np.array([[step_time(ev, st.volume_bytes, self.params)
+                               for ev, st in zip(row, self.steps)] for row in evals])
+            table = (topos, evals, times)
+            self._tables[key] = table
+        topos, evals, times = table
+        with np.errstate(invalid="ignore"):
+            costs = times[:, a : b + 1].sum(axis=1)
+        i = int(np.argmin(costs))
+        if not math.isfinite(float(costs[i])):
+            return None, (), math.inf
+        return topos[i], tuple(evals[i][a : b + 1]), float(costs[i])
 
     def solved(self) -> list[IntervalSolution]:
         return list(self._cache.values())
@@ -238,7 +266,7 @@ class IntervalSolver:
                 self._table = exhaustive.DerangementTable(self.n)
             perm, evals, cost = self._table.best(steps, p)
             return IntervalSolution(perm, evals, cost, cost, "exhaustive", True)
-        topo, evals, cost = self._best_of(self._candidates(patterns), steps)
+        topo, evals, cost = self._restricted(a, b, patterns)
         use_exact = self.method == "exact" or (
             self.method == "auto" and self.n <= self.exact_max_n and misocp.available())
         if not use_exact:
