@@ -415,6 +415,10 @@ class HostCore:
             self._count("tx_ep_retry")
             return
         del self._ep[rid]
+        if r.owner is not None:
+            # the datapath's own EV probes: the EV just stays ASSUMED_BAD (counted, no event)
+            self._count("ev_probe_timeout")
+            return
         self._count("ep_timeout")
         self.events.append(EndpointTimeout(rid, r.op, r.dst_gid, r.port, r.ev))
 

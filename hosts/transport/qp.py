@@ -95,6 +95,8 @@ class Qp:
         self._route_cache: dict[int, tuple[int, bytes, int]] = {}
         self._route_version = -1
         self.next_ev_probe = 0.0
+        self.ev_probe_at: dict[int, float] = {}  # per ASSUMED_BAD EV: next probe time
+        self.ev_probe_wait: dict[int, float] = {}  # per ASSUMED_BAD EV: current interval
         dscp = self.cfg.classes.dscp
         self.dscp_trimmed = dscp[TrafficClass.TRIMMED]
         self.dscp_trimmed_lasthop = dscp[TrafficClass.TRIMMED_LASTHOP]
@@ -446,14 +448,33 @@ class Qp:
             self.req.handle_timer(now)
             ev = self.ev
             if ev is not None and ev.has_bad() and now >= self.next_ev_probe:
-                self.next_ev_probe = now + self.cfg.ev_probe_interval
-                for idx in ev.bad():
-                    port = ev.ports[idx]
-                    self.host.ev_probe_for_qp(self, idx, self.dest_gids[port], port, now)
+                self._probe_bad_evs(ev, now)
         if self.has_output():
             self.host.mark_ready(self)
 
+    def _probe_bad_evs(self, ev: EvManager, now: float) -> None:
+        """EV-probe every ASSUMED_BAD EV that is due; an EV that stays bad is probed with
+        exponential backoff (ev_probe_interval doubling up to 64x), so a long outage costs
+        little."""
+        base = self.cfg.ev_probe_interval
+        nxt = float("inf")
+        for idx in ev.bad():
+            at = self.ev_probe_at.get(idx, 0.0)
+            if now >= at:
+                port = ev.ports[idx]
+                self.host.ev_probe_for_qp(self, idx, self.dest_gids[port], port, now)
+                wait = self.ev_probe_wait.get(idx, 0.0)
+                wait = base if wait <= 0.0 else min(wait * 2, base * 64)
+                self.ev_probe_wait[idx] = wait
+                at = now + wait
+                self.ev_probe_at[idx] = at
+            if at < nxt:
+                nxt = at
+        self.next_ev_probe = nxt if nxt != float("inf") else now + base
+
     def ev_probe_answered(self, idx: int, now: float) -> None:
+        self.ev_probe_at.pop(idx, None)
+        self.ev_probe_wait.pop(idx, None)
         ev = self.ev
         if ev is not None and idx < len(ev.states) and ev.states[idx] == EvState.ASSUMED_BAD:
             ev.set_state(idx, EvState.GOOD, "ev_probe_ok")

@@ -476,6 +476,16 @@ def test_silently_dead_plane_is_abandoned_after_one_timeout() -> None:
     assert [
         tx for (t, s, tx) in p.net.sent if s == 0 and t > t_timeout and tx.port == 1 and is_data(tx)
     ] == []
+    # while the plane stays dead its EVs are probed with exponential backoff, silently
+    p.net.sent.clear()
+    t0 = p.net.now
+    p.net.run(lambda: p.net.now > t0 + 0.05, max_time=t0 + 0.06)
+    probes = Counter(
+        tx.ev for (_t, s, tx) in p.net.sent if s == 0 and tx.pkt.bth.opcode == Opcode.EP_REQUEST
+    )
+    assert set(probes) == plane1 and max(probes.values()) <= 7  # 1+2+4+8+16+32 ms > 50 ms
+    assert not any(isinstance(e, EndpointTimeout) for e in p.net.events[0])
+    assert p.a.stats["ev_probe_timeout"] > 0
     # the plane heals: EV probes bring its EVs back without any controller action
     p.net.plane_up[1] = True
     assert p.net.run(
