@@ -134,8 +134,8 @@ def program_for(tables: SwitchTables, program: Program = PROGRAM) -> SwitchProgr
         )
     for port, cfg in sorted(tables.port_config.items()):
         params = {
-            "ecn_threshold": cfg.ecn_threshold,
-            "trim_threshold": cfg.trim_threshold,
+            "ecn_threshold_bytes": cfg.ecn_threshold_bytes,
+            "trim_threshold_bytes": cfg.trim_threshold_bytes,
             "last_hop": int(cfg.last_hop),
             "trim_dscp": cfg.trim_dscp,
             "trim_priority": cfg.trim_priority,

@@ -11,7 +11,15 @@
  * flow_label[15:0] ++ udp.src_port), DSCP -> class + priority, port_down register.
  * Egress: trimming of TRIMMABLE packets over the trim threshold (cut to the header stack,
  * lengths fixed, DSCP rewritten, high priority), ECN CE over the ECN threshold except on
- * last-hop ports, per port/class/queue counters, max queue depth register.
+ * last-hop ports, per port/class/queue counters, max queue depth register. Both thresholds
+ * are in BYTES queued at enqueue (meta.enq_qdepth_bytes, see below); 0 disables.
+ *
+ * Build switches:
+ *   MRC_EMBEDDED_TARGET  defined by the embedded target (switch/pipeline), which fills
+ *                        meta.enq_qdepth_bytes as target intrinsic metadata with the real byte
+ *                        depth of the (egress port, priority) queue.
+ *   (not defined)        BMv2 / any v1model target: v1model has no byte depth, so egress
+ *                        approximates it as enq_qdepth * BMV2_QDEPTH_CELL_BYTES.
  */
 #include <core.p4>
 #include <v1model.p4>
@@ -22,6 +30,12 @@ const bit<8>  PROTO_IPV6 = 41;
 const bit<8>  PROTO_ROUTING = 43;
 const bit<16> ROCEV2_PORT = 4791;
 const bit<9>  DROP_PORT = 511;
+#ifndef MRC_EMBEDDED_TARGET
+/* Bytes one queued packet counts for when only the packet depth is known (BMv2): the default
+   fabric MTU, so a byte threshold T fires at ceil(T / 4096) queued packets
+   (common/p4schema/mrc_switch.py BMV2_QDEPTH_CELL_BYTES). */
+const bit<32> BMV2_QDEPTH_CELL_BYTES = 4096;
+#endif
 #define MAX_SEGMENTS 4
 
 /* DropReason (common/p4schema/mrc_switch.py) */
@@ -110,13 +124,18 @@ struct metadata_t {
     bit<1>  down;
     bit<1>  decap;
     bit<16> hdr_bytes;       /* bytes of the header stack (trim length) */
-    bit<16> l4_offset;
-    bit<16> srh_bytes;       /* SRH length, 0 without one */       /* bytes from the start of the frame to the UDP header */
-    bit<19> ecn_threshold;
-    bit<19> trim_threshold;
+    bit<16> l4_offset;       /* bytes from the start of the frame to the UDP header */
+    bit<16> srh_bytes;       /* SRH length, 0 without one */
+    bit<32> ecn_threshold_bytes;
+    bit<32> trim_threshold_bytes;
     bit<1>  last_hop;
     bit<6>  trim_dscp;
     bit<3>  trim_priority;
+    /* Bytes queued in the (egress port, priority) queue when this packet is enqueued, the
+       byte counterpart of standard_metadata.enq_qdepth. Target intrinsic metadata: the
+       embedded target (MRC_EMBEDDED_TARGET) fills it before egress; otherwise egress
+       approximates it from enq_qdepth. */
+    bit<32> enq_qdepth_bytes;
 }
 
 parser MrcParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
@@ -408,10 +427,11 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     counter(32w4096, CounterType.packets_and_bytes) drop_port_queue;
     register<bit<19>>(32w4096) max_qdepth;
 
-    action set_port_params(bit<19> ecn_threshold, bit<19> trim_threshold, bit<1> last_hop,
-                           bit<6> trim_dscp, bit<3> trim_priority) {
-        meta.ecn_threshold = ecn_threshold;
-        meta.trim_threshold = trim_threshold;
+    /* thresholds in bytes queued (meta.enq_qdepth_bytes); 0 disables */
+    action set_port_params(bit<32> ecn_threshold_bytes, bit<32> trim_threshold_bytes,
+                           bit<1> last_hop, bit<6> trim_dscp, bit<3> trim_priority) {
+        meta.ecn_threshold_bytes = ecn_threshold_bytes;
+        meta.trim_threshold_bytes = trim_threshold_bytes;
         meta.last_hop = last_hop;
         meta.trim_dscp = trim_dscp;
         meta.trim_priority = trim_priority;
@@ -424,13 +444,16 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     }
 
     apply {
+#ifndef MRC_EMBEDDED_TARGET
+        meta.enq_qdepth_bytes = (bit<32>)standard_metadata.enq_qdepth * BMV2_QDEPTH_CELL_BYTES;
+#endif
         bit<32> cell = (bit<32>)standard_metadata.egress_port * 8 + (bit<32>)standard_metadata.priority;
         bit<19> seen;
         max_qdepth.read(seen, cell);
         if (standard_metadata.enq_qdepth > seen) { max_qdepth.write(cell, standard_metadata.enq_qdepth); }
         port_config.apply();
-        if (meta.trimmable == 1 && meta.trim_threshold != 0 &&
-            standard_metadata.enq_qdepth >= meta.trim_threshold) {
+        if (meta.trimmable == 1 && meta.trim_threshold_bytes != 0 &&
+            meta.enq_qdepth_bytes >= meta.trim_threshold_bytes) {
             trim_port_queue.count(cell);
             truncate((bit<32>)meta.hdr_bytes);
             bit<16> cut = (bit<16>)standard_metadata.packet_length - meta.hdr_bytes;
@@ -443,8 +466,8 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
             hdr.udp.length = hdr.udp.length - cut;
             hdr.udp.checksum = 0;
             standard_metadata.priority = meta.trim_priority;   /* embedded target: selects the queue */
-        } else if (meta.last_hop == 0 && meta.ecn_threshold != 0 && hdr.ipv6.ecn != 0 &&
-                   standard_metadata.enq_qdepth >= meta.ecn_threshold) {
+        } else if (meta.last_hop == 0 && meta.ecn_threshold_bytes != 0 && hdr.ipv6.ecn != 0 &&
+                   meta.enq_qdepth_bytes >= meta.ecn_threshold_bytes) {
             hdr.ipv6.ecn = 3;
             ecn_port_queue.count(cell);
         }

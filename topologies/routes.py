@@ -12,8 +12,8 @@ after the tables of p4/mrc_switch.p4 (common/p4schema/mrc_switch.py):
   group id -> members; an ECMP group and the EV group over the same next hops share the id.
 - ``usid_entries`` (MrcIngress.my_usid, SRv6 only): ``<block>:<my uSID>::/48`` -> shift and
   the longer ``<block>:<my uSID>:0::/64`` -> decapsulate (my uSID is the last one).
-- ``port_config`` (MrcEgress.port_config): ECN and trim thresholds in packets, last-hop flag
-  (ports facing hosts: no ECN, trims become TRIMMED_LASTHOP), trim DSCP and priority.
+- ``port_config`` (MrcEgress.port_config): ECN and trim thresholds in bytes queued, last-hop
+  flag (ports facing hosts: no ECN, trims become TRIMMED_LASTHOP), trim DSCP and priority.
 - ``dscp_classes`` (MrcIngress.dscp_class): DSCP -> class id, priority, trimmable.
 
 The 32-bit EV a switch sees in Structured-EV mode is ``flow_label[15:0] << 16 | udp_sport``.
@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from common.classes import TrafficClass
+from common.p4schema.mrc_switch import THRESHOLD_BITS
 from topologies.addressing import host_gid, locator, locators, mac, usid_of
 from topologies.evlayout import STEV_BITS, EvLayout, ev_layout
-from topologies.model import FabricKind, NodeKind, PathMode, Topology
+from topologies.model import FabricKind, LinkParams, NodeKind, PathMode, Topology
 from topologies.paths import Hop, base_rtt, next_hops
 
-QDEPTH_MAX = (1 << 19) - 1  # v1model enq_qdepth width: this threshold never fires
+THRESHOLD_MAX = (1 << THRESHOLD_BITS) - 1  # widest value set_port_params takes (bytes)
+DISABLED = 0  # a set_port_params threshold of 0 never fires
 CLASS_IDS = {cls: i for i, cls in enumerate(TrafficClass)}
 TRIMMABLE = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
 
@@ -81,9 +83,9 @@ class UsidEntry:
 
 @dataclass(frozen=True, slots=True)
 class PortConfig:
-    ecn_threshold: int  # packets queued (enq_qdepth) at or above which ECN-capable packets get CE
-    trim_threshold: int  # packets queued at or above which trimmable packets are trimmed
-    last_hop: bool
+    ecn_threshold_bytes: int  # bytes queued at or above which ECT packets get CE; 0 = disabled
+    trim_threshold_bytes: int  # bytes queued at or above which trimmable packets are trimmed
+    last_hop: bool  # port faces a host: the pipeline never marks ECN here
     trim_dscp: int
     trim_priority: int
 
@@ -143,31 +145,41 @@ def dscp_classes(topo: Topology) -> tuple[DscpClass, ...]:
     )
 
 
+def queue_capacity_bytes(params: LinkParams, mtu: int) -> int:
+    """Bytes an egress queue holds before tail drop when filled with MTU packets."""
+    return min(params.queue_packets * mtu, params.queue_bytes)
+
+
 def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
-    """Thresholds of one egress port from the BDP of its link (rate x base RTT)."""
+    """Thresholds of one egress port in bytes, from the BDP of its link (rate x base RTT / 8).
+
+    ``x`` BDP is ``ceil(x * BDP)`` bytes, at most the queue's byte capacity minus one MTU (so a
+    trimmable packet is trimmed before the queue tail-drops it) and at least one MTU.
+    Unlimited links get that upper bound. Last-hop ports: ECN disabled (0), trim threshold
+    from ``trim_lasthop_bdp``.
+    """
     link = topo.link_at(sw, port)
     assert link is not None
     last_hop = topo.node(topo.peer(sw, port).node).kind in (NodeKind.HOST, NodeKind.GPU)
-    qpk = link.params.queue_packets
+    mtu = topo.fabric.mtu
+    upper = max(mtu, min(THRESHOLD_MAX, queue_capacity_bytes(link.params, mtu) - mtu))
     th = topo.fabric.thresholds
     cm = topo.fabric.classes
-    if link.params.rate_bps > 0:
-        bdp_packets = link.params.rate_bps * base_rtt(topo) / 8 / topo.fabric.mtu
+    rate = link.params.rate_bps
+    bdp_bytes = rate * base_rtt(topo) / 8
 
-        def pk(frac: float) -> int:
-            return max(1, min(qpk - 1, math.ceil(frac * bdp_packets)))
-    else:
-
-        def pk(frac: float) -> int:
-            return max(1, qpk - 1)
+    def nbytes(frac: float) -> int:
+        if rate <= 0:
+            return upper
+        return max(mtu, min(upper, math.ceil(frac * bdp_bytes)))
 
     if last_hop:
         return PortConfig(
-            QDEPTH_MAX, pk(th.trim_lasthop_bdp), True,
+            DISABLED, nbytes(th.trim_lasthop_bdp), True,
             cm.dscp[TrafficClass.TRIMMED_LASTHOP], cm.priority[TrafficClass.TRIMMED_LASTHOP],
         )  # fmt: skip
     return PortConfig(
-        pk(th.ecn_bdp), pk(th.trim_bdp), False,
+        nbytes(th.ecn_bdp), nbytes(th.trim_bdp), False,
         cm.dscp[TrafficClass.TRIMMED], cm.priority[TrafficClass.TRIMMED],
     )  # fmt: skip
 

@@ -26,6 +26,12 @@ PORTS = 512  # v1model bit<9> port space
 PORT_CELLS = PORTS * 8
 DROP_PORT = 511
 
+# Egress thresholds (set_port_params) compare the bytes queued at enqueue; 0 disables.
+THRESHOLD_BITS = 32
+# The BMv2 build of mrc_switch.p4 has no byte depth: it counts each queued packet as this
+# many bytes (the default fabric MTU). The embedded target uses the real byte depth.
+BMV2_QDEPTH_CELL_BYTES = 4096
+
 
 class DropReason(IntEnum):
     """Index of MrcIngress.drop_reason: why the pipeline dropped a packet."""
@@ -64,8 +70,8 @@ ACTIONS = (
     Action(
         "MrcEgress.set_port_params",
         (
-            Param("ecn_threshold", 19),
-            Param("trim_threshold", 19),
+            Param("ecn_threshold_bytes", THRESHOLD_BITS),
+            Param("trim_threshold_bytes", THRESHOLD_BITS),
             Param("last_hop", 1),
             Param("trim_dscp", 6),
             Param("trim_priority", 3),

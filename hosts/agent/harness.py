@@ -185,8 +185,9 @@ def switch_star(
     link specs per switch port (``rate=1e9,...``, see switch.main --link). The switch is
     programmed over P4Runtime (controller.p4runtime_client): one /128 route per host GID and
     the DSCP classes of common/classes.py. With ``trim_at`` > 0 every port trims trimmable
-    packets that find at least that many packets queued (all ports are last hops here, so the
-    trimmed class is TRIMMED_LASTHOP and there is no ECN marking).
+    packets that find at least ``trim_at`` x 4096 bytes queued, about ``trim_at`` full packets
+    at the agents' default 4096-byte MTU (the switch's thresholds are in bytes; all ports are
+    last hops here, so the trimmed class is TRIMMED_LASTHOP and there is no ECN marking).
     """
     from common.netns import free_tcp_port, tcp_listening
 
@@ -264,6 +265,7 @@ def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, 
                 client.insert(
                     "MrcEgress.port_config", {"standard_metadata.egress_port": sp},
                     "MrcEgress.set_port_params",
-                    {"ecn_threshold": 0, "trim_threshold": trim_at, "last_hop": 1,
+                    {"ecn_threshold_bytes": 0, "trim_threshold_bytes": trim_at * 4096,
+                     "last_hop": 1,
                      "trim_dscp": DEFAULT_CLASSES.dscp[lasthop],
                      "trim_priority": DEFAULT_CLASSES.priority[lasthop]})

@@ -1,7 +1,9 @@
 """Data path of p4/mrc_switch.p4: parser, ingress and egress (egress runs at enqueue time).
 
-Mirrors the P4 source statement by statement; see that file for the behaviour and
-docs/switch.md for the deviations from BMv2. The per-packet path uses struct offsets on one
+Mirrors the P4 source statement by statement, built as MRC_EMBEDDED_TARGET: the egress
+thresholds compare the real bytes queued (``qdepth(port, priority)[1]``, the program's
+``meta.enq_qdepth_bytes``); see that file for the behaviour and docs/switch.md for the
+deviations from BMv2. The per-packet path uses struct offsets on one
 bytearray, dict lookups, per-prefix-length LPM dicts and a bounded cache of selector hashes.
 """
 
@@ -228,11 +230,13 @@ class MrcDataPath:
                 self.l2_cache.clear()
             self.l2_cache[nexthop] = l2
         hop_limit = cur[21] - 1
-        # ---- egress (at enqueue time)
+        # ---- egress (at enqueue time); MRC_EMBEDDED_TARGET: the byte depth is intrinsic
         cell = port * 8 + priority
-        enq = qdepth(port, priority)[0]
+        enq, enq_bytes = qdepth(port, priority)
         if enq > 0x7FFFF:
             enq = 0x7FFFF
+        if enq_bytes > 0xFFFFFFFF:
+            enq_bytes = 0xFFFFFFFF
         qmax = self.max_qdepth.cells
         if 0 <= cell < len(qmax) and enq > qmax[cell]:
             qmax[cell] = enq
@@ -242,7 +246,7 @@ class MrcDataPath:
         if pc_act.action_id == self.a_port_params:
             ecn_th, trim_th, last_hop, trim_dscp, trim_prio = pc_act.params
         trimmed = marked = False
-        if trimmable and trim_th and enq >= trim_th:
+        if trimmable and trim_th and enq_bytes >= trim_th:
             if buf is None:
                 cur = buf = bytearray(frame)
             self.trims.count(cell, len(buf))
@@ -261,7 +265,7 @@ class MrcDataPath:
                 _set_dscp(buf, inner_off, trim_dscp)
             priority = trim_prio
             trimmed = True
-        elif not last_hop and ecn_th and cur[15] & 0x30 and enq >= ecn_th:
+        elif not last_hop and ecn_th and cur[15] & 0x30 and enq_bytes >= ecn_th:
             if buf is None:
                 cur = buf = bytearray(frame)
             buf[15] |= 0x30

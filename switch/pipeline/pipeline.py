@@ -73,7 +73,8 @@ class Pipeline:
         """Parser, ingress, then egress at enqueue time; returns the packets to enqueue.
 
         ``qdepth(port, priority)`` gives the (packets, bytes) queued on that port+priority;
-        egress decisions (ECN, trimming) use the packet count as v1model's enq_qdepth.
+        egress decisions (ECN, trimming) compare the bytes with the port's byte thresholds;
+        the packet count is v1model's enq_qdepth (the max_qdepth register).
         Drops of every kind are counted inside and return [].
         """
         with self.lock:

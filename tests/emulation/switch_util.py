@@ -131,19 +131,20 @@ def install_classes(client: P4RuntimeClient) -> None:
 def port_params(
     client: P4RuntimeClient,
     port: int,
-    ecn: int = 0,
-    trim: int = 0,
+    ecn_bytes: int = 0,
+    trim_bytes: int = 0,
     last_hop: bool = False,
     modify: bool = False,
 ) -> None:
+    """Program MrcEgress.port_config of ``port``: thresholds in bytes queued, 0 = disabled."""
     op = client.modify if modify else client.insert
     op(
         "MrcEgress.port_config",
         {"standard_metadata.egress_port": port},
         "MrcEgress.set_port_params",
         {
-            "ecn_threshold": ecn,
-            "trim_threshold": trim,
+            "ecn_threshold_bytes": ecn_bytes,
+            "trim_threshold_bytes": trim_bytes,
             "last_hop": int(last_hop),
             "trim_dscp": TRIM_DSCP,
             "trim_priority": TRIM_PRIO,

@@ -2,7 +2,8 @@
 
 The egress link of port 2 runs at 100 kb/s, so a burst sent at once queues up for seconds
 and the checks depend on ordering, not on timing: a packet can only see a queue depth of at
-most its index in the burst, and the last packets of a burst see a deep queue.
+most its index in the burst (in bytes: index x frame size, the unit of the ECN and trim
+thresholds), and the last packets of a burst see a deep queue.
 """
 
 from __future__ import annotations
@@ -110,16 +111,18 @@ def test_dscp_classes_use_their_queues_and_high_priority_overtakes(rig: Rig) -> 
 
 
 def test_ecn_marks_over_threshold_but_not_on_last_hop_ports(rig: Rig) -> None:
-    port_params(rig.client, 2, ecn=3)
+    size = 500
+    port_params(rig.client, 2, ecn_bytes=3 * size)
     n = 12
     frames = [
-        mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], ecn=2, psn=i, size=500) for i in range(n)
+        mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], ecn=2, psn=i, size=size) for i in range(n)
     ]
     frames.append(mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], ecn=0, psn=n, size=500))
     got = {psn_of(f): f for f in rig.burst(frames)}
     assert sorted(got) == list(range(n + 1))
     ce = {psn for psn, f in got.items() if ecn_of(f) == 3}
-    # Packet i sees at most i packets queued: the first three are below the threshold.
+    # Packet i sees at most i packets (i * 500 bytes) queued: the first three are below the
+    # 1500-byte threshold.
     assert not ce & {0, 1, 2}
     assert n - 1 in ce  # the end of the burst saw a deep queue
     assert ecn_of(got[n]) == 0  # not ECN-capable: never marked
@@ -130,16 +133,16 @@ def test_ecn_marks_over_threshold_but_not_on_last_hop_ports(rig: Rig) -> None:
     assert rig.client.read_counter("MrcEgress.ecn_port_queue", cell)[cell][0] == len(ce)
 
     # The same burst on a port configured as the last hop to the receiver: no marks.
-    port_params(rig.client, 2, ecn=3, last_hop=True, modify=True)
+    port_params(rig.client, 2, ecn_bytes=3 * size, last_hop=True, modify=True)
     got = {psn_of(f): f for f in rig.burst(frames)}
     assert len(got) == n + 1 and all(ecn_of(f) != 3 for f in got.values())
     assert rig.egress_queues()[P[TrafficClass.NO_TRIM]].ecn_marks == len(ce)
 
 
 def test_trimming_cuts_to_headers_with_trimmed_codepoint_at_high_priority(rig: Rig) -> None:
-    port_params(rig.client, 2, trim=2)
     n = 8
     size = 1500
+    port_params(rig.client, 2, trim_bytes=2 * size)
     frames = [mrc_frame(DST, dscp=D[TrafficClass.TRIMMABLE], psn=i, size=size) for i in range(n)]
     # NO_TRIM data is never trimmed, whatever the depth.
     frames.append(mrc_frame(DST, dscp=D[TrafficClass.NO_TRIM], psn=n, size=size))
@@ -149,7 +152,7 @@ def test_trimming_cuts_to_headers_with_trimmed_codepoint_at_high_priority(rig: R
     # Header stack of a Write Only: Ethernet 14 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + RETH 16.
     header_len = 14 + 40 + 8 + 12 + 4 + 16
     trimmed = {psn_of(f): f for f in got if len(f) < size}
-    assert not trimmed.keys() & {0, 1}  # below the threshold
+    assert not trimmed.keys() & {0, 1}  # at most 1500 bytes queued: below the threshold
     assert n - 1 in trimmed and n not in trimmed
     for psn, f in trimmed.items():
         original = parse(frames[psn])

@@ -8,7 +8,7 @@ import dataclasses
 import itertools
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from scapy.layers.inet import UDP
@@ -19,7 +19,7 @@ from scapy.packet import Raw
 from controller.p4runtime_client import P4RuntimeClient
 from controller.programming import ProgramError, TableWrite, apply, check, program_for
 from switch.p4runtime import P4RuntimeServer, start_server
-from switch.pipeline import Pipeline
+from switch.pipeline import EgressPacket, Pipeline
 from topologies.addressing import host_gid, mac, usid_container
 from topologies.evlayout import srv6_template
 from topologies.loader import load
@@ -71,6 +71,67 @@ def test_bad_writes_are_caught() -> None:
         with pytest.raises(ProgramError, match=re.escape(message)):
             check(prog)
         prog.entries.pop()
+
+
+def test_port_config_thresholds_are_bytes_end_to_end() -> None:
+    """routes' byte thresholds are written as ecn/trim_threshold_bytes, and a pipeline
+    programmed over P4Runtime with them acts on the bytes queued, never on the packet count."""
+    topo = load("clos-1p")
+    tables = switch_tables(topo, PathMode.ECMP)["leaf0"]
+    cfg = tables.port_config
+    prog = program_for(tables)
+    writes = {
+        e.match["standard_metadata.egress_port"]: e
+        for e in prog.entries
+        if e.table == "MrcEgress.port_config"
+    }
+    for port, c in cfg.items():
+        assert writes[port].params["ecn_threshold_bytes"] == c.ecn_threshold_bytes
+        assert writes[port].params["trim_threshold_bytes"] == c.trim_threshold_bytes
+        assert writes[port].params["last_hop"] == int(c.last_hop)
+    # a caller still using the packet-count names fails loudly
+    stale = dataclasses.replace(
+        writes[1], params={"ecn_threshold": 3, "trim_threshold": 4, "last_hop": 1,
+                           "trim_dscp": 0, "trim_priority": 6},
+    )  # fmt: skip
+    with pytest.raises(ProgramError, match="takes"):
+        check(dataclasses.replace(prog, entries=[stale]))
+
+    pipe = Pipeline()
+    server = start_server(pipe, "127.0.0.1:0", 1)
+    try:
+        with P4RuntimeClient(f"127.0.0.1:{server.port}", 1, election_id=1) as client:
+            client.push_pipeline()
+            apply(client, prog)
+
+        def send(dst: str, nbytes: Callable[[int], int], packets: int = 0) -> EgressPacket:
+            raw = bytearray(build(topo, PathMode.ECMP, 0, "h0", dst, 0x42))
+            raw[15] |= 0x10  # ECT(1)
+            out = pipe.process(bytes(raw), 1, 0.0, lambda p, q: (packets, nbytes(p)))
+            assert len(out) == 1
+            return out[0]
+
+        up = send("h2", lambda p: 0)
+        assert not cfg[up.port].last_hop and not up.ecn_marked and not up.trimmed
+        def ecn(port: int) -> int:
+            return cfg[port].ecn_threshold_bytes
+
+        def trim(port: int) -> int:
+            return cfg[port].trim_threshold_bytes
+
+        assert not send("h2", lambda p: ecn(p) - 1, packets=1000).ecn_marked
+        marked = send("h2", ecn, packets=1)
+        assert marked.ecn_marked and not marked.trimmed
+        assert Ether(marked.data)[IPv6].tc & 3 == 3
+        assert not send("h2", lambda p: trim(p) - 1, packets=1000).trimmed
+        assert send("h2", trim, packets=1).trimmed
+        # last hop (h1 on leaf0 port 2): ECN disabled, trimming from the last-hop threshold
+        assert cfg[2].last_hop and cfg[2].ecn_threshold_bytes == 0
+        below = send("h1", lambda p: trim(p) - 1)
+        assert below.port == 2 and not below.ecn_marked and not below.trimmed
+        assert send("h1", trim).trimmed
+    finally:
+        server.stop()
 
 
 class Fabric:

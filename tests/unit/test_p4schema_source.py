@@ -14,6 +14,7 @@ import pytest
 
 from common.p4schema import PROGRAMS
 from common.p4schema.model import Program
+from common.p4schema.mrc_switch import BMV2_QDEPTH_CELL_BYTES
 
 P4_DIR = Path(__file__).resolve().parents[2] / "p4"
 
@@ -102,3 +103,22 @@ def test_p4_source_declares_the_schema(name: str) -> None:
     assert shape["counters"] == {c.name: (c.size, "packets_and_bytes") for c in program.counters}
     assert shape["registers"] == {r.name: (r.size, r.bitwidth) for r in program.registers}
     assert shape["profiles"] == {p.name: (p.size, "crc16") for p in program.action_profiles}
+
+
+def test_mrc_egress_thresholds_compare_bytes_queued() -> None:
+    """ECN/trim compare meta.enq_qdepth_bytes (never the packet depth) with the byte thresholds;
+    the BMv2 build derives it from enq_qdepth with the schema's cell size."""
+    source = _strip_comments((P4_DIR / "mrc_switch.p4").read_text())
+    cell = re.search(r"const bit<32> BMV2_QDEPTH_CELL_BYTES = (\d+);", source)
+    assert cell is not None and int(cell.group(1)) == BMV2_QDEPTH_CELL_BYTES
+    assert re.search(r"struct metadata_t \{[^}]*\bbit<32>\s+enq_qdepth_bytes;", source)
+    egress = _blocks(source, "control")["MrcEgress"]
+    compared = re.findall(r"([\w.]+)\s*>=\s*meta\.(\w*threshold\w*)", egress)
+    assert sorted(c[1] for c in compared) == ["ecn_threshold_bytes", "trim_threshold_bytes"]
+    assert {c[0] for c in compared} == {"meta.enq_qdepth_bytes"}
+    bmv2 = re.search(r"#ifndef MRC_EMBEDDED_TARGET\s*(.*?)#endif", egress, flags=re.S)
+    assert bmv2 is not None and re.fullmatch(
+        r"meta\.enq_qdepth_bytes = \(bit<32>\)standard_metadata\.enq_qdepth \* "
+        r"BMV2_QDEPTH_CELL_BYTES;\s*",
+        bmv2.group(1),
+    )

@@ -10,8 +10,8 @@ from common.classes import DEFAULT_CLASSES, TrafficClass
 from common.p4schema.mrc_switch import DropReason
 from hosts.wire.enums import EvMode
 from hosts.wire.ev import ev_subfield, ev_to_fields, usid_shift
-from switch.pipeline import Pipeline
-from switch.pipeline.control import DELETE, INSERT, table_write
+from switch.pipeline import Pipeline, QDepthFn
+from switch.pipeline.control import DELETE, INSERT, MODIFY, table_write
 from switch.pipeline.state import Entry
 from tests.unit.pipeline_helpers import (
     MRC,
@@ -185,11 +185,15 @@ def test_dscp_class_sets_priority_and_counts_per_port_and_class() -> None:
     assert tx.packets[2 * 8 + 5] == 1 and tx.bytes[2 * 8 + 5] == len(ctl[0].data)
 
 
+ECN_BYTES = 4000  # port 2's thresholds in bytes queued
+TRIM_BYTES = 10000
+
+
 def _congested_port(state: object, last_hop: int) -> None:
     trimmed = DEFAULT_CLASSES.dscp[TrafficClass.TRIMMED_LASTHOP if last_hop
                                    else TrafficClass.TRIMMED]
     add(state, "MrcEgress.port_config", (2,),  # type: ignore[arg-type]
-        call("MrcEgress.set_port_params", 4, 10, last_hop, trimmed, 6))
+        call("MrcEgress.set_port_params", ECN_BYTES, TRIM_BYTES, last_hop, trimmed, 6))
     add(state, "MrcIngress.dscp_class", (10,),  # type: ignore[arg-type]
         call("MrcIngress.set_class", 1, 1, 1))
     add(state, "MrcIngress.dscp_class", (26,),  # type: ignore[arg-type]
@@ -202,18 +206,34 @@ def test_ecn_marks_over_threshold_except_last_hop_and_not_ect() -> None:
         add_route(state, "2001:db8:2::", 48, nexthop(2))
         _congested_port(state, last_hop)
 
-        def depth(n: int):
-            return lambda port, prio: (n, n * 1000)
+        def depth(packets: int, nbytes: int) -> QDepthFn:
+            return lambda port, prio: (packets, nbytes)
 
-        below = pipe.process(frame(dscp=26), 1, 0.0, depth(3))[0]
-        above = pipe.process(frame(dscp=26), 1, 0.0, depth(4))[0]
-        not_ect = pipe.process(frame(dscp=26, ecn=0), 1, 0.0, depth(9))[0]
+        # the threshold is in bytes: many small packets below it, one big packet at it
+        below = pipe.process(frame(dscp=26), 1, 0.0, depth(40, ECN_BYTES - 1))[0]
+        above = pipe.process(frame(dscp=26), 1, 0.0, depth(1, ECN_BYTES))[0]
+        not_ect = pipe.process(frame(dscp=26, ecn=0), 1, 0.0, depth(9, 10 * ECN_BYTES))[0]
         assert not below.ecn_marked and Ether(below.data)[IPv6].tc & 3 == 1
         assert above.ecn_marked == (last_hop == 0)
         assert Ether(above.data)[IPv6].tc & 3 == (1 if last_hop else 3)
         assert not not_ect.ecn_marked and Ether(not_ect.data)[IPv6].tc & 3 == 0
         assert state.counter("MrcEgress.ecn_port_queue").packets[2 * 8 + 1] == (1 - last_hop)
-        assert state.register("MrcEgress.max_qdepth").read(2 * 8 + 1) == 9
+        assert state.register("MrcEgress.max_qdepth").read(2 * 8 + 1) == 40  # packets
+
+
+def test_zero_thresholds_disable_ecn_and_trimming() -> None:
+    pipe, state = mrc_pipeline()
+    add_route(state, "2001:db8:2::", 48, nexthop(2))
+    add(state, "MrcEgress.port_config", (2,), call("MrcEgress.set_port_params", 0, 0, 0, 40, 6))
+    add(state, "MrcIngress.dscp_class", (10,), call("MrcIngress.set_class", 1, 1, 1))
+    raw = frame(dscp=10, ecn=1, payload=2000)
+    out = pipe.process(raw, 1, 0.0, lambda p, q: (0x7FFFF, 1 << 40))[0]
+    assert not out.trimmed and not out.ecn_marked and len(out.data) == len(raw)
+    assert Ether(out.data)[IPv6].tc & 3 == 1
+    # the byte depth saturates at the 32-bit width instead of wrapping to a small value
+    table_write(state, MODIFY, state.table("MrcEgress.port_config"),
+                Entry(key=(2,), action=call("MrcEgress.set_port_params", 0, 0xFFFFFFFF, 0, 40, 6)))
+    assert pipe.process(raw, 1, 0.0, lambda p, q: (1, (1 << 32) + 5))[0].trimmed
 
 
 def test_trimming_cuts_to_header_stack_fixes_lengths_and_rewrites_dscp() -> None:
@@ -222,7 +242,7 @@ def test_trimming_cuts_to_header_stack_fixes_lengths_and_rewrites_dscp() -> None
         add_route(state, "2001:db8:2::", 48, nexthop(2))
         _congested_port(state, last_hop)
         raw = frame(dscp=10, payload=4000, opcode=opcode, tsh=tsh)
-        out = pipe.process(raw, 1, 0.0, lambda port, prio: (10, 40000))[0]
+        out = pipe.process(raw, 1, 0.0, lambda port, prio: (1, TRIM_BYTES))[0]
         ext = 4 + (4 if tsh else 0) + 16 + (4 if opcode == 0xCB else 0)
         assert out.trimmed and not out.ecn_marked and out.priority == 6
         assert len(out.data) == 14 + 40 + 8 + 12 + ext
@@ -235,8 +255,9 @@ def test_trimming_cuts_to_header_stack_fixes_lengths_and_rewrites_dscp() -> None
         assert state.counter("MrcEgress.trim_port_queue").packets[2 * 8 + 1] == 1
         # not trimmable (NO_TRIM) or below the threshold: untouched length
         no_trim = frame(dscp=26, payload=4000, opcode=opcode, tsh=tsh)
-        assert len(pipe.process(no_trim, 1, 0.0, lambda p, q: (10, 0))[0].data) == len(raw)
-        assert not pipe.process(raw, 1, 0.0, lambda p, q: (9, 0))[0].trimmed
+        deep = pipe.process(no_trim, 1, 0.0, lambda p, q: (100, 100 * TRIM_BYTES))[0]
+        assert len(deep.data) == len(raw)
+        assert not pipe.process(raw, 1, 0.0, lambda p, q: (100, TRIM_BYTES - 1))[0].trimmed
 
 
 def test_trimming_an_srv6_packet_fixes_outer_and_inner_lengths() -> None:
@@ -244,7 +265,7 @@ def test_trimming_an_srv6_packet_fixes_outer_and_inner_lengths() -> None:
     add_route(state, "fc00:0:100::", 48, nexthop(2))
     _congested_port(state, 0)
     out = pipe.process(srv6_frame("fc00:0:100::", payload=3000), 1, 0.0,
-                       lambda p, q: (50, 0))[0]
+                       lambda p, q: (2, TRIM_BYTES + 1))[0]
     pkt = Ether(out.data)
     assert out.trimmed and len(out.data) == 14 + 40 + 40 + 8 + 12 + 20
     assert pkt[IPv6].plen == len(out.data) - 54
@@ -357,10 +378,11 @@ def test_lpm_lookup_matches_brute_force_longest_prefix() -> None:
 def test_tx_per_queue_counts_the_queue_joined() -> None:
     pipe, state = mrc_pipeline()
     add_route(state, "2001:db8:2::", 48, nexthop(2))
-    add(state, "MrcEgress.port_config", (2,), call("MrcEgress.set_port_params", 0, 5, 0, 40, 6))
+    add(state, "MrcEgress.port_config", (2,),
+        call("MrcEgress.set_port_params", 0, 5000, 0, 40, 6))
     add(state, "MrcIngress.dscp_class", (10,), call("MrcIngress.set_class", 1, 1, 1))
-    full = pipe.process(frame(), 1, 0.0, lambda p, q: (0, 0))[0]
-    cut = pipe.process(frame(), 1, 0.0, lambda p, q: (5, 0))[0]
+    full = pipe.process(frame(), 1, 0.0, lambda p, q: (4, 4999))[0]
+    cut = pipe.process(frame(), 1, 0.0, lambda p, q: (1, 5000))[0]
     q = state.counter("MrcEgress.tx_port_queue")
     assert (q.packets[2 * 8 + 1], q.bytes[2 * 8 + 1]) == (1, len(full.data))
     assert (q.packets[2 * 8 + 6], q.bytes[2 * 8 + 6]) == (1, len(cut.data))

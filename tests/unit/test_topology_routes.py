@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import math
 
 import networkx as nx
 import pytest
@@ -18,7 +19,7 @@ from topologies.evlayout import LayoutError, ev_layout, srv6_template
 from topologies.loader import load, loads, resolve
 from topologies.model import NodeKind, PathMode, Topology
 from topologies.paths import base_rtt
-from topologies.routes import QDEPTH_MAX, RouteEv, switch_tables
+from topologies.routes import RouteEv, switch_tables
 from topologies.trace import trace
 
 PACKET = ["clos-1p", "clos-2p", "fattree-3t"]
@@ -224,21 +225,58 @@ def test_usid_entries_and_locator_routes() -> None:
 def test_port_config_last_hop_and_bdp_thresholds() -> None:
     topo = load("clos-2p")
     tables = switch_tables(topo, PathMode.ECMP)
-    bdp_packets = 1e9 * base_rtt(topo) / 8 / 4096
+    bdp_bytes = 1e9 * base_rtt(topo) / 8  # every link of clos-2p runs at 1 Gb/s
+    assert 0.5 * bdp_bytes > 4096 and 1.5 * bdp_bytes < 32 * 4096 - 4096  # no clamping here
     for name, tab in tables.items():
         for port, cfg in tab.port_config.items():
             facing_host = topo.node(topo.peer(name, port).node).kind == NodeKind.HOST
             assert cfg.last_hop == facing_host
             if facing_host:
-                assert cfg.ecn_threshold == QDEPTH_MAX
-                assert cfg.trim_threshold == max(1, -(-1.5 * bdp_packets // 1))
+                assert cfg.ecn_threshold_bytes == 0  # ECN disabled on last-hop ports
+                assert cfg.trim_threshold_bytes == math.ceil(1.5 * bdp_bytes)
                 assert cfg.trim_dscp == topo.fabric.classes.dscp[TrafficClass.TRIMMED_LASTHOP]
             else:
-                assert cfg.ecn_threshold == -(-0.5 * bdp_packets // 1)
-                assert cfg.trim_threshold == -(-1.0 * bdp_packets // 1)
-                assert cfg.ecn_threshold < cfg.trim_threshold
+                assert cfg.ecn_threshold_bytes == math.ceil(0.5 * bdp_bytes)
+                assert cfg.trim_threshold_bytes == math.ceil(1.0 * bdp_bytes)
+                assert cfg.trim_dscp == topo.fabric.classes.dscp[TrafficClass.TRIMMED]
     dscp = {c.dscp: c for c in tables["p0-leaf0"].dscp_classes}
     assert dscp[10].trimmable and not dscp[26].trimmable and dscp[48].priority == 7
+
+
+def test_port_thresholds_are_clamped_to_the_queue_and_at_least_one_mtu() -> None:
+    text = (
+        resolve("clos-1p").read_text()
+        .replace("base_rtt: auto", "base_rtt: 200us")
+        .replace("  - leaf0:3 -- spine0:1",
+                 '  - {a: "leaf0:3", b: "spine0:1", rate: 100Gbps, queue_packets: 8}')
+        .replace("  - leaf0:4 -- spine1:1",
+                 '  - {a: "leaf0:4", b: "spine1:1", rate: 100Gbps, queue_bytes: 20000}')
+        .replace("  - leaf1:3 -- spine0:2", '  - {a: "leaf1:3", b: "spine0:2", rate: 1Mbps}')
+        .replace("  - h1:0 -- leaf0:2", '  - {a: "h1:0", b: "leaf0:2", rate: 0}')
+    )  # fmt: skip
+    tables = switch_tables(loads(text), PathMode.ECMP)
+    got = {
+        (sw, port): (cfg.ecn_threshold_bytes, cfg.trim_threshold_bytes, cfg.last_hop)
+        for sw, tab in tables.items()
+        for port, cfg in tab.port_config.items()
+    }
+    # 1 Gb/s x 200 us = 25000 B BDP; ECN 0.5, trim 1.0, last-hop trim 1.5 BDP; MTU 4096;
+    # default queues 32 packets / 128 KiB = 131072 B, thresholds at most capacity - MTU.
+    want = {
+        ("leaf0", 1): (0, 37500, True),
+        ("leaf0", 2): (0, 131072 - 4096, True),  # unlimited rate: the queue bound
+        ("leaf1", 1): (0, 37500, True),
+        ("leaf1", 2): (0, 37500, True),
+    }
+    for ends, value in (
+        ((("leaf0", 3), ("spine0", 1)), (8 * 4096 - 4096,) * 2),  # 8-packet queue
+        ((("leaf0", 4), ("spine1", 1)), (20000 - 4096,) * 2),  # 20000-byte queue
+        ((("leaf1", 3), ("spine0", 2)), (4096, 4096)),  # 25-byte BDP: one MTU
+        ((("leaf1", 4), ("spine1", 2)), (12500, 25000)),
+    ):
+        for end in ends:
+            want[end] = (*value, False)
+    assert got == want
 
 
 def test_ecmp_groups_list_all_uplinks() -> None:
