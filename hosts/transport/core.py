@@ -291,13 +291,28 @@ class HostCore:
             out.append(ctrl.popleft())
         if not self._ready or len(out) >= budget:
             return out
-        for qp in list(self._ready):
+        ready = self._ready
+        qps = list(ready)
+        # share the budget: every ready QP gets a quantum in turn (round robin across calls:
+        # a QP that still has output goes to the back of the ready list)
+        quantum = max(16, (budget - len(out)) // len(qps))
+        for qp in qps:
             room = budget - len(out)
             if room <= 0:
                 break
-            qp.poll(now, out, room)
-            if not qp.has_output():
-                self._ready.pop(qp, None)
+            qp.poll(now, out, min(room, quantum))
+            ready.pop(qp, None)
+            if qp.has_output():
+                ready[qp] = None
+        if len(out) < budget and ready:
+            # quanta left unused by idle QPs go to the ones that still have output
+            for qp in list(ready):
+                room = budget - len(out)
+                if room <= 0:
+                    break
+                qp.poll(now, out, room)
+                if not qp.has_output():
+                    ready.pop(qp, None)
         return out
 
     def get_timer(self) -> float | None:

@@ -764,3 +764,22 @@ def test_backpressure_reaches_the_requesters_cc() -> None:
     assert all(f.penalty == 127 and f.restore for f in seen[n:])
     assert sum(f.newly_acked_bytes for f in seen) == 128 * KIB
     assert sum(f.rcvd_bytes_delta for f in seen) == 128 * KIB
+
+
+def test_packets_to_send_shares_the_budget_between_qps() -> None:
+    from hosts.transport.sim import connect as connect_qps
+
+    p = make_pair(2 * MIB)
+    qa2, qb2 = connect_qps(p.a, p.b)
+    p.write(1, 0, MIB)
+    p.a.post_send(
+        qa2,
+        SendWR(2, WrOpcode.WRITE, p.ma.addr + MIB, MIB, p.ma.lkey, p.mb.addr + MIB, p.mb.rkey),
+        0.0,
+    )
+    by_qp: dict[int, int] = {}
+    for _ in range(4):
+        for tx in p.a.packets_to_send(0.0, 40):
+            by_qp[tx.pkt.bth.dest_qp] = by_qp.get(tx.pkt.bth.dest_qp, 0) + 1
+    assert sum(by_qp.values()) == 160 and len(by_qp) == 2
+    assert abs(by_qp[p.qb] - by_qp[qb2]) <= 16
