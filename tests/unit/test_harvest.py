@@ -241,3 +241,27 @@ def test_swing_degree1_proven_at_64() -> None:
     r = synthesize(build("swing", 64), 2**30, Params(1, 800e9, 0.0, 0.0, 1e-5))
     assert r.optimal
     assert "orbit-cycles" in r.method
+
+
+@pytest.mark.slow
+def test_sweep_writes_results(tmp_path: pytest.TempPathFactory,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sweep"  # type: ignore[operator]
+    argv = ["harvest", "sweep", "--collective", "swing", "--gpus", "16", "--degree", "2",
+            "--alpha", "500ns", "--delta", "500ns", "--alpha-r-range", "10ns:10ms:4",
+            "--sizes", "1KiB:1GiB:3", "--out", str(out), "--json"]
+    assert mrcnet_main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    data = json.loads((out / "sweep.json").read_text())
+    assert summary["rows"] == len(data["rows"]) == 12
+    for row in data["rows"]:
+        # static and reconfigure-every-step are both schedules the DP considers
+        assert row["speedup_vs_static"] >= 1 - 1e-9
+        assert row["speedup_vs_every_step"] >= 1 - 1e-9
+    for name in ("speedup_vs_alpha_r.png", "speedup_vs_size.png", "reconfigurations.png",
+                 "timeline.png"):
+        assert (out / name).stat().st_size > 1000
+    # more reconfiguration delay never buys more reconfigurations
+    for size in {r["size_bytes"] for r in data["rows"]}:
+        ks = [r["reconfigurations"] for r in data["rows"] if r["size_bytes"] == size]
+        assert ks == sorted(ks, reverse=True)
