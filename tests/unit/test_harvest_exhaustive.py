@@ -228,3 +228,30 @@ def test_degree2_n4_matches_brute_force() -> None:
     # the conic program (hop-indexed when delta > 0) is exact and must prove it
     check_against(brute, 4, 2, [("rd", "allreduce"), ("swing", "allreduce")],
                   [(0.0, 0.0), (0.01, 0.04), (0.0, 0.3)], require_optimal=True)
+
+
+def test_degree1_random_patterns_match_brute_force() -> None:
+    """Unstructured matrices take the derangement search; same brute force as above."""
+    import random
+
+    from common.collectives import Collective, Step
+
+    rnd = random.Random(17)
+    n = 6
+    perms = derangements(n)
+    for trial in range(3):
+        steps = []
+        for i in range(4):
+            dst = list(rnd.choice(perms))
+            steps.append(Step("reduce-scatter", tuple(dst), tuple((u,) for u in range(n)), 2 + i))
+        coll = Collective(f"random{trial}", "allreduce", n, tuple(steps))
+        pairs = [tuple(s.pairs) for s in coll.steps]
+        fractions = [s.fraction for s in coll.steps]
+        evals = [[walk_eval(q, pr) for pr in pairs] for q in perms]
+        synth = Synthesizer(coll, 1.0, Params(1, 8.0, 0.01, 0.05))
+        for alpha_r in ALPHA_R:
+            p = Params(1, 8.0, 0.01, 0.05, alpha_r)
+            got = synth.result(alpha_r)
+            assert got.optimal
+            assert got.completion_time_s == pytest.approx(brute_optimum(evals, fractions, 1.0, p))
+        assert "exhaustive" in got.method
