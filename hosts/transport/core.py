@@ -293,6 +293,12 @@ class HostCore:
             return out
         ready = self._ready
         qps = list(ready)
+        for qp in qps:  # every QP's control packets (SACK/NACK/probe) before any data
+            ctrl = qp.ctrl
+            while ctrl and len(out) < budget:
+                out.append(ctrl.popleft())
+        if len(out) >= budget:
+            return out
         # share the budget: every ready QP gets a quantum in turn (round robin across calls:
         # a QP that still has output goes to the back of the ready list)
         quantum = max(16, (budget - len(out)) // len(qps))
