@@ -424,8 +424,13 @@ class Requester:
             self.rcvd_bytes_wire = rb
         rtt: float | None = None
         svc = 0.0
-        if una <= trig < self.next_psn and self.r_cnt[trig & self.mask] == 0:
-            # RTT from our own send time of the trigger (exact, no 8.4 ms TSETH wrap); the
+        if (
+            una <= trig < self.next_psn
+            and (newly >> (trig - una)) & 1
+            and self.r_cnt[trig & self.mask] == 0
+        ):
+            # RTT from our own send time of the trigger (only when this SACK is the first to
+            # acknowledge it; exact, no 8.4 ms TSETH wrap); the
             # reflected timestamp minus the one we sent is the responder's service time
             sent = self.r_time[trig & self.mask]
             rtt = now - sent
