@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import queue as queue_mod
 import sys
 import time
 from datetime import UTC, datetime
@@ -44,6 +46,35 @@ def _row(name: str, n: int, d: int, synth: Synthesizer, seconds: float) -> dict[
     }
 
 
+def _exact_child(name: str, n: int, d: int, budget: float, queue: Any) -> None:
+    p = Params(d, PAPER.bandwidth_bps, PAPER.alpha, PAPER.delta, PAPER.alpha_r)
+    s = len(build(name, n).steps)
+    t0 = time.perf_counter()
+    synth = Synthesizer(build(name, n), SIZE, p, "exact", time_limit=budget / (s * (s + 1) // 2))
+    synth.prepare()
+    queue.put(_row(name, n, d, synth, time.perf_counter() - t0))
+
+
+def _exact_row(name: str, n: int, d: int, budget: float) -> dict[str, Any]:
+    """The conic program in a child process, killed if model building overruns the budget."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    t0 = time.perf_counter()
+    child = ctx.Process(target=_exact_child, args=(name, n, d, budget, queue), daemon=True)
+    child.start()
+    try:
+        row: dict[str, Any] = queue.get(timeout=budget * 1.5 + 10)
+    except queue_mod.Empty:
+        row = {"collective": name, "n": n, "d": d, "method": "misocp", "optimal": False,
+               "seconds": round(time.perf_counter() - t0, 4), "status": "killed at budget"}
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(timeout=10)
+    row["method"] = "exact:" + row["method"]
+    return row
+
+
 def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
 
@@ -66,14 +97,7 @@ def run(args: argparse.Namespace) -> int:
         for name in ("rd", "swing"):
             for d in (1, 2):
                 for n in [int(x) for x in args.exact_sizes.split(",") if x]:
-                    p = Params(d, PAPER.bandwidth_bps, PAPER.alpha, PAPER.delta, PAPER.alpha_r)
-                    s = len(build(name, n).steps)
-                    per = args.exact_budget / (s * (s + 1) // 2)
-                    t0 = time.perf_counter()
-                    synth = Synthesizer(build(name, n), SIZE, p, "exact", time_limit=per)
-                    synth.prepare()
-                    row = _row(name, n, d, synth, time.perf_counter() - t0)
-                    row["method"] = "exact:" + row["method"]
+                    row = _exact_row(name, n, d, args.exact_budget)
                     rows.append(row)
                     say(f"{name:6} n={n:<5} d={d} {row['seconds']:8.3f} s {row['method']} "
                         f"optimal={row['optimal']}")
