@@ -151,7 +151,8 @@ class Requester:
         self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
         self.max_acked_t = float("-inf")
         self.reo_mult = 1.0
-        self.ev_loss: list[int] = []  # per EV: losses since its last delivered packet
+        # per EV: inferred losses since the last delivery of a packet sent on it
+        self.ev_loss: list[int] = [0] * (len(qp.ev.ports) if qp.ev is not None else 0)
         self.unsent: deque[Wqe] = deque()
         self.outstanding: deque[Wqe] = deque()  # started, not completed
         self.msn = 0
