@@ -7,6 +7,8 @@ handle_timer(now), and drain next_event(). All value types live in hosts.transpo
 
 from hosts.transport.cc import CongestionControl, NackFeedback, NoCongestionControl, SackFeedback
 from hosts.transport.core import HostCore
+from hosts.transport.ev import FixedRotation, SprayPolicy
+from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.memory import ALL_ACCESS, Access, MemoryRegion
 from hosts.transport.profiles import CcProfile, EvEntry, EvGenSpec, EvProfile, EvProfileMode
 from hosts.transport.types import (
@@ -56,9 +58,11 @@ __all__ = [
     "EvState",
     "EvStateChanged",
     "Event",
+    "FixedRotation",
     "HostConfig",
     "HostCore",
     "LogRecord",
+    "LossDetector",
     "MemoryRegion",
     "NackFeedback",
     "NoCongestionControl",
@@ -70,10 +74,12 @@ __all__ = [
     "QpState",
     "QpType",
     "RecvWR",
+    "ReorderThreshold",
     "RetryAttr",
     "RxMeta",
     "SackFeedback",
     "SendWR",
+    "SprayPolicy",
     "TxPacket",
     "WcOpcode",
     "WcStatus",
