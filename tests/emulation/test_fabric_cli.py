@@ -70,3 +70,27 @@ def test_parse_evs() -> None:
     for bad in ([], ["0x10"], ["x@1"]):
         with pytest.raises(ValueError):
             parse_evs(bad)
+
+
+def test_mrcnet_run_attaches_to_a_running_fabric(run_prefix: str, tmp_path: Path) -> None:
+    """`mrcnet run WORKLOAD --attach RUN_DIR` submits to the agents of a running fabric and
+    verifies the result itself; a stopped fabric is refused."""
+    import json
+    import subprocess
+    import sys
+
+    fab = Fabric(RunOptions(prefix=run_prefix, results_root=tmp_path, show=False))
+    cmd = [sys.executable, "-m", "mrcnet.cli", "run", "shift:1", "--size", "256KiB", "--json",
+           "--attach"]
+    try:
+        fab.start()
+        out = subprocess.run([*cmd, str(fab.run_dir)], capture_output=True, text=True,
+                             timeout=200, check=False)
+    finally:
+        fab.stop()
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["completed"] and summary["verified_flows"] == 4 == summary["flows"]
+    refused = subprocess.run([*cmd, str(fab.run_dir)], capture_output=True, text=True,
+                             timeout=60, check=False)
+    assert refused.returncode == 2 and "is not a running fabric" in refused.stderr
