@@ -25,6 +25,7 @@ from topologies.model import PathMode, Topology
 
 EV_PROFILE = 1
 FMT_PROFILE = 1
+CC_PROFILE = 1
 ENTROPY_VALUES = 8
 ENTROPY_BASE = 0x100
 
@@ -92,7 +93,24 @@ class CtlClient:
         self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
             profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE, ev_min_active=1,
             event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD])), timeout=t)
+        self.setup_cc_profile(topo)
         return len(evs)
+
+    def setup_cc_profile(self, topo: Topology) -> None:
+        """CC profile 1: NSCC scaled to the fabric's fastest link and base RTT (distributed to
+        the agents, which store it; the run's QPs keep the fixed window: NSCC is not part of
+        the core yet)."""
+        from controller.profiles import nscc_defaults
+        from topologies.paths import base_rtt
+
+        rate = max((ln.params.rate_bps for ln in topo.links), default=0.0) or 1e9
+        nscc = nscc_defaults(rate, topo.fabric.base_rtt_s or base_rtt(topo), topo.fabric.mtu)
+        t = self.timeout
+        self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
+            profile_id=CC_PROFILE, state=pb.PROFILE_OFFLINE, algorithm="uet-1.0-nscc"),
+            timeout=t)
+        self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
+            profile_id=CC_PROFILE, state=pb.PROFILE_ONLINE, nscc=nscc), timeout=t)
 
     def ev_array(self) -> list[tuple[int, int]]:
         """(EV value, 1-based port) of the run's EV profile."""

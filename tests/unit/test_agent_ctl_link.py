@@ -18,7 +18,7 @@ from hosts.agent.config import parse_config
 from hosts.agent.corecfg import build_core
 from hosts.agent.ctl_link import CtlLink, CtlLinkError
 from hosts.transport import EvState, EvStateChanged
-from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient, ev_array
+from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient, ev_array
 from topologies.loader import load
 from topologies.model import PathMode
 
@@ -78,6 +78,8 @@ def test_profiles_denials_and_reports(server: ControllerServer) -> None:
         core_prof = agent.core._ev_profiles[EV_PROFILE]
         assert [(e.ev, e.port) for e in core_prof.entries] == [
             (int(e.value), int(e.port) - 1) for e in evs]
+        cc = agent.core._cc_profiles[CC_PROFILE]  # the NSCC profile, stored by the core
+        assert cc.algorithm == "uet-1.0-nscc" and cc.params["mtu"] == 4096
         _wait(lambda: ctl.agents() == {"h0": True}, "agent attached")
         # DENY: sent to the agent, the EV leaves the profile new QPs bind to
         ctl.set_ev_state([(0x100, 1)], pb.EV_DENIED)
