@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cp-delay", type=float, default=1.0)
     parser.add_argument("--ack-timeout", type=int, default=17,
                         help="QP local ACK timeout exponent (1.024 us x 2^N; 17 = 134 ms)")
+    parser.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
+                        help="core timing knob for the agents (mrcnet/fabric/hostjobs.py "
+                             "CORE_TUNING), e.g. per_packet_timeout=0.03")
     parser.add_argument("--json", action="store_true")
 
 
@@ -115,8 +118,12 @@ def run_one(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
     from topologies.units import parse_size
 
     size = parse_size(args.size)
-    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
-                            cp_delay=args.cp_delay, sample_interval=0.2))
+    opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
+                      cp_delay=args.cp_delay, sample_interval=0.2)
+    for item in args.tune:
+        key, _, value = item.partition("=")
+        opts.core_tuning[key] = float(value)
+    fab = Fabric(opts)
     try:
         fab.start()
         assert fab.topo is not None and fab.runner is not None and fab.ctl is not None

@@ -161,7 +161,8 @@ def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
 # timeout) are sized for real NICs, and here they turn every late probe answer into a
 # timeout and a new probe. The agent config has no field for them, so they are set on the
 # running core's HostConfig before any QP exists.
-CORE_TUNING = ("ev_probe_interval", "endpoint_timeout", "endpoint_retries")
+CORE_TUNING = ("ev_probe_interval", "endpoint_timeout", "endpoint_retries", "probe_after",
+               "per_packet_timeout")
 
 
 def tune_core(ctx: Context, tuning: dict[str, Any]) -> None:
@@ -169,7 +170,9 @@ def tune_core(ctx: Context, tuning: dict[str, Any]) -> None:
     for key, value in tuning.items():
         if key not in CORE_TUNING:
             raise ValueError(f"core_tuning: unknown key {key!r} (known: {', '.join(CORE_TUNING)})")
-        ctx.agent.call(setattr, config, key, type(getattr(config, key))(value))
+        current = getattr(config, key)
+        kind = float if current is None else type(current)  # optional knobs default to None
+        ctx.agent.call(setattr, config, key, kind(value))
 
 
 def serve(ctx: Context, args: dict[str, Any]) -> int:
