@@ -18,8 +18,9 @@ with closed-form minimisers, and lam is scanned on a grid.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from .model import Params, Pattern, StepDemand
 
@@ -37,20 +38,19 @@ def applies(patterns: Sequence[Pattern]) -> bool:
     return True
 
 
-def _piece_min(w: float, lam: float, d: float, shift: float, scale: float) -> float:
-    """min over a in [0, d] of scale*w/(shift + a) + lam*a (inf at a = 0 when shift = 0)."""
-    cands = [d]
-    if lam > 0:
-        a = math.sqrt(scale * w / lam) - shift
-        if 0 < a < d:
-            cands.append(a)
-    if shift > 0:
-        cands.append(0.0)
-    best = math.inf
-    for a in cands:
-        if shift + a <= 0:
-            continue
-        best = min(best, scale * w / (shift + a) + lam * a)
+def _piece_min(w: float, lam: np.ndarray, d: float, shift: float, scale: float) -> np.ndarray:
+    """min over a in [0, d] of scale*w/(shift + a) + lam*a, for every lam of the grid."""
+    if w <= 0:
+        return np.zeros_like(lam)  # infimum as a -> 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = scale * w / (shift + d) + lam * d
+        a = np.sqrt(scale * w / lam) - shift
+        inside = (lam > 0) & (a > 0) & (a < d)
+        at_a = np.where(inside, scale * w / (shift + np.where(inside, a, 1.0))
+                        + lam * np.where(inside, a, 0.0), np.inf)
+        best = np.minimum(best, at_a)
+        if shift > 0:
+            best = np.minimum(best, np.full_like(lam, scale * w / shift))
     return best
 
 
@@ -62,14 +62,11 @@ def interval_bound(steps: Sequence[StepDemand], p: Params) -> float:
     d = float(p.degree)
     unit = 8.0 / p.bandwidth_bps
     terms = [(w * unit, k) for w, k in groups.values()]
-    best = -math.inf
     scale = max((w for w, _ in terms), default=0.0) / (d * d) + p.delta
-    lams = [0.0] + [scale * 10 ** (e / 8) for e in range(-40, 41)]
-    for lam in lams:
-        total = -lam * d
-        for w, k in terms:
-            one_hop = k * p.delta + _piece_min(w, lam, d, 0.0, 1.0)
-            multi_hop = 2 * k * p.delta + _piece_min(w, lam, d, d, 2.0)
-            total += k * p.alpha + min(one_hop, multi_hop)
-        best = max(best, total)
-    return best
+    lam = np.concatenate([[0.0], scale * 10 ** (np.arange(-40, 41) / 8)])
+    total = -lam * d
+    for w, k in terms:
+        one_hop = k * p.delta + _piece_min(w, lam, d, 0.0, 1.0)
+        multi_hop = 2 * k * p.delta + _piece_min(w, lam, d, d, 2.0)
+        total = total + k * p.alpha + np.minimum(one_hop, multi_hop)
+    return float(np.max(total))

@@ -13,6 +13,7 @@ larger orbits a few orders are tried and the bound K/2 hops per step is reported
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -30,7 +31,8 @@ def applies(patterns: Sequence[Pattern], d: int) -> bool:
     return d == 1 and all(p.shape[0] == "swing" for p in patterns)
 
 
-def _orbits(n: int, patterns: Sequence[Pattern]) -> list[list[int]]:
+@functools.lru_cache(maxsize=4096)
+def _orbits(n: int, patterns: tuple[Pattern, ...]) -> tuple[tuple[int, ...], ...]:
     rows = [u for p in patterns for u, _ in p.pairs]
     cols = [v for p in patterns for _, v in p.pairs]
     graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, n))
@@ -38,45 +40,43 @@ def _orbits(n: int, patterns: Sequence[Pattern]) -> list[list[int]]:
     groups: dict[int, list[int]] = {}
     for u in range(n):
         groups.setdefault(int(label[u]), []).append(u)
-    return sorted(groups.values())
+    return tuple(sorted(tuple(g) for g in groups.values()))
 
 
-def _longest(order: Sequence[int], peer: dict[int, int]) -> int:
+def _peer_array(pat: Pattern) -> np.ndarray:
+    peer = np.arange(pat.n)
+    for u, v in pat.pairs:
+        peer[u] = v
+    return peer
+
+
+def _longest_routes(order: Sequence[int], n: int, peers: Sequence[np.ndarray]) -> list[int]:
+    """Longest route of each pattern on the cycle ``order`` (one orbit)."""
     k = len(order)
-    pos = {u: i for i, u in enumerate(order)}
-    return max((pos[peer[u]] - pos[u]) % k for u in order)
-
-
-def _order_cost(order: Sequence[int], patterns: Sequence[Pattern], weights: Sequence[int],
-                peers: Sequence[dict[int, int]]) -> int:
-    """sum over patterns of weight x longest route on the cycle ``order`` (one orbit)."""
-    k = len(order)
-    pos = {u: i for i, u in enumerate(order)}
-    total = 0
-    for w, peer in zip(weights, peers):
-        worst = 0
-        for u in order:
-            worst = max(worst, (pos[peer[u]] - pos[u]) % k)
-        total += w * worst
-    return total
+    idx = np.asarray(order, dtype=np.int64)
+    pos = np.zeros(n, dtype=np.int64)
+    pos[idx] = np.arange(k)
+    return [int(((pos[peer[idx]] - pos[idx]) % k).max()) for peer in peers]
 
 
 def solve(n: int, steps: Sequence[StepDemand], p: Params
           ) -> tuple[Topology, tuple[Evaluation, ...], float, float, bool] | None:
     """(topology, evaluations, cost, lower bound, proven), or None when orbits differ in size."""
-    patterns = list(dict.fromkeys(st.pattern for st in steps))
+    patterns = tuple(dict.fromkeys(st.pattern for st in steps))
     orbits = _orbits(n, patterns)
     k = len(orbits[0])
     if any(len(o) != k for o in orbits):
         return None
     weights = [sum(1 for st in steps if st.pattern == pat) for pat in patterns]
     peers = [dict(pat.pairs) for pat in patterns]
-    first = orbits[0]
+    arrays = [_peer_array(pat) for pat in patterns]
+    first = list(orbits[0])
     if k <= EXHAUSTIVE_ORBIT:
         best = _best_order_exhaustive(first, weights, peers)
     else:
-        orders = [first, _walk_order(first, peers)]
-        best = min(orders, key=lambda o: _order_cost(o, patterns, weights, peers))
+        orders = [first, _walk_order(n, patterns)]
+        best = min(orders, key=lambda o: sum(
+            w * h for w, h in zip(weights, _longest_routes(o, n, arrays))))
     # Carry the order to every orbit by the even rotation that maps the first orbit's smallest
     # even rank onto the orbit's; even rotations preserve every Swing matching.
     anchor = min(u for u in first if u % 2 == 0)
@@ -84,13 +84,13 @@ def solve(n: int, steps: Sequence[StepDemand], p: Params
     for orbit in orbits:
         t = min(u for u in orbit if u % 2 == 0) - anchor
         mapped = [(u + t) % n for u in best]
-        if sorted(mapped) != orbit:
+        if tuple(sorted(mapped)) != orbit:
             return None
         for i, u in enumerate(mapped):
             succ[(u, mapped[(i + 1) % k])] = 1
     topo = Topology.from_counts(n, succ)
     # Every orbit is the same cycle up to rotation: theta = 2/k, hops from the first orbit.
-    hops = {pat: _longest(best, peer) for pat, peer in zip(patterns, peers)}
+    hops = dict(zip(patterns, _longest_routes(best, n, arrays)))
     evals = tuple(Evaluation(2.0 / k, hops[st.pattern]) for st in steps)
     cost = sum(step_time(ev, st.volume_bytes, p) for ev, st in zip(evals, steps))
     bound = sum(step_time(Evaluation(2.0 / k, math.ceil(k / 2)), st.volume_bytes, p)
@@ -99,11 +99,13 @@ def solve(n: int, steps: Sequence[StepDemand], p: Params
     return topo, evals, cost, (cost if proven else bound), proven
 
 
-def _walk_order(orbit: Sequence[int], peers: Sequence[dict[int, int]]) -> list[int]:
-    """Depth-first order through the matchings (often keeps exchange partners far apart)."""
+@functools.lru_cache(maxsize=4096)
+def _walk_order(n: int, patterns: tuple[Pattern, ...]) -> list[int]:
+    """Depth-first order through the matchings of the first orbit (keeps partners apart)."""
+    peers = [dict(p.pairs) for p in patterns]
     seen: list[int] = []
     mark = set()
-    stack = [orbit[0]]
+    stack = [_orbits(n, patterns)[0][0]]
     while stack:
         u = stack.pop()
         if u in mark:
