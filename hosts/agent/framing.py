@@ -11,7 +11,7 @@ destination GID), not MRC (UDP port), malformed, or with a bad ICRC are counted 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from common.classes import ClassMap
 from hosts.agent.config import AgentConfig
@@ -30,6 +30,11 @@ from hosts.wire import (
 from hosts.wire.ev import UsidTemplate
 
 ECT0 = 2
+_new = object.__new__
+if tuple(f.name for f in fields(RxMeta)) != (
+    "port", "src_gid", "dst_gid", "ev", "dscp", "ce", "length"
+):  # Framer.decode sets every field by hand
+    raise ImportError("RxMeta fields changed: update Framer.decode")
 
 
 @dataclass(slots=True)
@@ -48,6 +53,7 @@ class Framer:
         self.classes: ClassMap = config.classes
         self._dscp_by_id: dict[int, int] = {id(c): d for c, d in config.classes.dscp.items()}
         self._stev = self.mode == EvMode.STRUCTURED
+        self._srv6 = self.mode == EvMode.SRV6
         self._gids = [p.gid for p in config.ports]
         self._gid_set = frozenset(self._gids)
         self._frames = [
@@ -66,9 +72,9 @@ class Framer:
         frame.ecn = ECT0 if tx.ecn_capable else 0
         ev = tx.ev
         frame.udp_sport = ev & 0xFFFF
-        if self.mode == EvMode.STRUCTURED:
+        if self._stev:
             frame.flow_label = (ev >> 16) & 0xFFFF
-        elif self.mode == EvMode.SRV6:
+        elif self._srv6:
             template = self.templates.get(tx.dst_gid)
             if template is None:
                 self.no_template += 1
@@ -102,5 +108,14 @@ class Framer:
         sport = frame.udp_sport
         ev = ((frame.flow_label & 0xFFFF) << 16 | sport) if self._stev else sport
         src = frame.ip_src
-        return pkt, RxMeta(port, src if type(src) is bytes else bytes(src), frame.ip_dst, ev,
-                           dscp, ce, len(data))
+        # object.__new__ + slot stores: no __init__ frame per received packet (checked
+        # against RxMeta's fields at import)
+        meta = _new(RxMeta)
+        meta.port = port
+        meta.src_gid = src if type(src) is bytes else bytes(src)
+        meta.dst_gid = frame.ip_dst
+        meta.ev = ev
+        meta.dscp = dscp
+        meta.ce = ce
+        meta.length = len(data)
+        return pkt, meta
