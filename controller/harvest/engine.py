@@ -178,9 +178,12 @@ class Synthesizer:
         )
         self.progress = progress
         self._elapsed = 0.0
+        self._prepared = False
 
     def prepare(self) -> None:
         """Solve every interval subproblem once (progress per interval length)."""
+        if self._prepared:
+            return
         s = len(self.steps)
         t0 = time.perf_counter()
         if self._uniform():
@@ -196,6 +199,7 @@ class Synthesizer:
                     done += 1
                 if self.progress:
                     self.progress(f"subproblems {done}/{total}")
+        self._prepared = True
         self._elapsed += time.perf_counter() - t0
 
     def _uniform(self) -> bool:
