@@ -10,6 +10,7 @@ bytearray, dict lookups, per-prefix-length LPM dicts and a bounded cache of sele
 from __future__ import annotations
 
 import struct
+from dataclasses import fields
 
 from common.p4schema.mrc_switch import DropReason
 from switch.pipeline.externs import crc16_arc
@@ -25,6 +26,11 @@ LOW80 = (1 << 80) - 1
 HASH_CACHE_MAX = 1 << 16
 DROP_PORT = 511
 HOP_BYTES = tuple(bytes((i,)) for i in range(256))
+_new = object.__new__
+if tuple(f.name for f in fields(EgressPacket)) != (
+    "port", "priority", "data", "trimmed", "ecn_marked"
+):  # MrcDataPath.process sets every field by hand
+    raise ImportError("EgressPacket fields changed: update MrcDataPath.process")
 
 
 def _is_write_opcode(opcode: int) -> bool:
@@ -221,7 +227,8 @@ class MrcDataPath:
         port = nexthop.params[0]
         if port == DROP_PORT:
             return self._drop(DropReason.NO_ROUTE, n)
-        if self.port_down.read(port):
+        pd = self.port_down  # RegisterArray.read, inlined (per packet)
+        if 0 <= port < pd.size and pd.cells[port]:
             return self._drop(DropReason.PORT_DOWN, n)
         l2 = self.l2_cache.get(nexthop)
         if l2 is None:
@@ -285,7 +292,13 @@ class MrcDataPath:
             cell_q = port * 8 + priority
             self.tx_queue.packets[cell_q] += 1
             self.tx_queue.bytes[cell_q] += size
-        return [EgressPacket(port, priority, data, trimmed, marked)]
+        eg = _new(EgressPacket)  # no __init__ frame per packet (fields checked at import)
+        eg.port = port
+        eg.priority = priority
+        eg.data = data
+        eg.trimmed = trimmed
+        eg.ecn_marked = marked
+        return [eg]
 
     def _ecmp(self, group: int, buf: bytes | bytearray, sport: int, dport: int) -> ActionCall | None:
         entry = self.ecmp.entries.get((group,))
