@@ -151,6 +151,12 @@ class EvManager:
             return idx
         return self._fallback(avoid)
 
+    def good_on_port(self, port: int) -> list[int]:
+        """Indices of the GOOD EVs bound to ``port``, in profile order."""
+        good = EvState.GOOD
+        states = self.states
+        return [i for i, p in enumerate(self.ports) if p == port and states[i] == good]
+
     def pick_on_port(self, port: int) -> int:
         """An EV bound to ``port`` (for control packets that must use a given plane)."""
         best = -1

@@ -92,7 +92,8 @@ class Qp:
         self.dest_gids: tuple[bytes, ...] = ()
         self.dest_qpn = 0
         self.mtu = self.cfg.mtu
-        self._route_cache: dict[int, tuple[int, bytes, int]] = {}
+        self._route_cache: dict[int, list[tuple[int, bytes, int]]] = {}
+        self._route_turn: dict[int, int] = {}
         self._route_version = -1
         self.next_ev_probe = 0.0
         self.ev_probe_at: dict[int, float] = {}  # per ASSUMED_BAD EV: next probe time
@@ -116,37 +117,51 @@ class Qp:
         return self.attr.qp_hint
 
     def ctrl_route(self, port: int) -> tuple[int, bytes, int]:
-        """(port, dst_gid, ev) for a control packet, preferring plane ``port``."""
+        """(port, dst_gid, ev) for the next control packet, preferring plane ``port``.
+
+        Control packets rotate over every usable EV of the plane (or over the profile's
+        control EVs) instead of sticking to one: a responder gets no feedback on the paths of
+        its SACKs, so a single cached EV whose path died would silence the QP until the
+        control plane repairs routing. Spraying keeps most SACKs flowing around a failure.
+        """
         ev = self.ev
         assert ev is not None
         if ev.version != self._route_version:
             self._route_cache.clear()
             self._route_version = ev.version
-        route = self._route_cache.get(port)
-        if route is not None:
-            return route
+        routes = self._route_cache.get(port)
+        if routes is None:
+            routes = self._ctrl_routes(port)
+            self._route_cache[port] = routes
+        if len(routes) == 1:
+            return routes[0]
+        turn = self._route_turn.get(port, 0)
+        self._route_turn[port] = turn + 1
+        return routes[turn % len(routes)]
+
+    def _ctrl_routes(self, port: int) -> list[tuple[int, bytes, int]]:
+        ev = self.ev
+        assert ev is not None
         ctl = self.ev_profile.control_evs if self.ev_profile is not None else []
         if ctl:
             # the profile gives control packets EVs of their own (possibly another plane)
             usable = [e for e in ctl if e.port < len(self.dest_gids) and ev.plane_ok(e.port)]
             same = [e for e in usable if e.port == port]
             if same or usable:
-                e = (same or usable)[0]
-                route = (e.port, self.dest_gids[e.port], e.ev)
-                self._route_cache[port] = route
-                return route
+                return [(e.port, self.dest_gids[e.port], e.ev) for e in (same or usable)]
+        if ev.plane_ok(port):
+            good = ev.good_on_port(port)
+            if good:
+                return [(port, self.dest_gids[port], ev.evs[i]) for i in good]
         idx = ev.pick_on_port(port) if ev.plane_ok(port) else -1
         if idx < 0:
             idx = ev.pick()
         if idx < 0:
             # no usable plane at all: answer on the ingress plane anyway (it just worked)
             p = port if port < len(self.dest_gids) else 0
-            route = (p, self.dest_gids[p] if self.dest_gids else b"\x00" * 16, 0)
-        else:
-            p = ev.ports[idx]
-            route = (p, self.dest_gids[p], ev.evs[idx])
-        self._route_cache[port] = route
-        return route
+            return [(p, self.dest_gids[p] if self.dest_gids else b"\x00" * 16, 0)]
+        p = ev.ports[idx]
+        return [(p, self.dest_gids[p], ev.evs[idx])]
 
     def send_ctrl(self, pkt: MrcPacket, port: int) -> None:
         p, dst, ev = self.ctrl_route(port)

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from common.classes import TrafficClass
 from hosts.transport import (
     AsyncEvent,
     AsyncEventKind,
@@ -26,6 +27,7 @@ from hosts.wire import Bth, CcState, EndpointOp, MrcPacket, Opcode, SackVerdict,
 from tests.unit.transport_util import Pair, gid, make_host, make_pair
 
 KIB = 1024
+MIB = 1024 * KIB
 
 
 def _mgr(
@@ -493,3 +495,31 @@ def test_silently_dead_plane_is_abandoned_after_one_timeout() -> None:
         max_time=p.net.now + 0.05,
     )
     assert {c[0] for c in _changes(p) if c[3] == "ev_probe_ok"} == plane1
+
+
+def test_responder_sprays_control_packets_so_one_dead_reverse_path_does_not_silence_it() -> None:
+    """The responder learns nothing about the paths of its SACKs. If it answered on one
+    fixed EV and that EV's reverse path died, every SACK would be lost until routing is
+    repaired; rotating control packets over the plane's EVs keeps most of them flowing."""
+    p = make_pair(4 * MIB, opts=QpOptions(timeout=14), per_plane=8)
+    p.net.record = True
+    dead: set[int] = set()
+
+    def reverse_blackhole(src: int, tx: TxPacket) -> str:
+        if src == 1 and tx.tclass == TrafficClass.CONTROL:
+            if not dead:
+                dead.add(tx.ev)  # the path of the first control EV the responder uses
+            if tx.ev in dead:
+                return DROP
+        return PASS
+
+    p.net.verdict = reverse_blackhole
+    p.write(1, 0, 2 * MIB)
+    assert p.run_until_completions(1, max_time=2.0)
+    assert bytes(p.dst[: 2 * MIB]) == bytes(p.src[: 2 * MIB])
+    ctl = [tx for (_t, s, tx) in p.net.sent if s == 1 and tx.tclass == TrafficClass.CONTROL]
+    used = {tx.ev for tx in ctl}
+    assert len(used) == 8  # every EV of the plane carried control packets
+    delivered = [tx for tx in ctl if tx.ev not in dead]
+    assert len(delivered) >= len(ctl) * 6 // 8  # about 7 in 8 got through
+    assert p.a.qp_stats(p.qa).get("timeouts", 0) == 0
