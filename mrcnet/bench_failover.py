@@ -142,7 +142,7 @@ def run_one(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
         while time.monotonic() < t_start + args.fail_at:
             fab.check_alive()
             time.sleep(0.02)
-        fab.ctl.set_link(str(link.a), False)
+        fab.set_link(str(link.a), f"{leaf0}-{spine0}", False)  # recorded: marked in plots
         t_fail = time.time()
         fab.runner.wait(wl, 330, fab.check_alive)
         res = collect(fab, [wl.summary()], None)
