@@ -167,6 +167,12 @@ class Dataplane:
         except BlockingIOError:
             pass  # already signalled
 
+    @property
+    def wakeup_fd(self) -> int:
+        """Write end of the loop's wake pipe, for ``signal.set_wakeup_fd``: a signal taken by
+        another thread (gRPC's) must still wake the loop, or its handler waits for select."""
+        return self._wake_w
+
     def stop(self) -> None:
         """Ask the loop to return (safe from signal handlers and other threads)."""
         self._stopping = True

@@ -139,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
         signal.signal(signal.SIGTERM, _stopper(dp))
         signal.signal(signal.SIGINT, _stopper(dp))
+        # Python runs handlers in the main thread only; when the kernel hands the signal to a
+        # gRPC thread, the wake-up byte gets the data-plane loop out of select at once.
+        signal.set_wakeup_fd(dp.wakeup_fd, warn_on_full_buffer=False)
         server = start_server(
             pipeline,
             args.grpc_addr,

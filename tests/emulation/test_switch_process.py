@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import os
+import platform
 import random
 import signal
 import socket
@@ -113,6 +116,29 @@ def test_sigterm_stops_cleanly_and_releases_everything(lab: Lab) -> None:
     assert "ready" in log and "stopped" in log
     with socket.socket() as s:  # the gRPC port is free again
         s.bind(("127.0.0.1", port))
+
+
+def _tgkill(pid: int, tid: int, sig: int) -> None:
+    """Send a signal to one thread of another process (no Python wrapper for tgkill)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    sys_tgkill = 234  # x86_64
+    if libc.syscall(sys_tgkill, pid, tid, sig) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill failed")
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="tgkill syscall number is x86_64's")
+def test_sigterm_taken_by_a_grpc_thread_still_stops_an_idle_switch(lab: Lab) -> None:
+    """The kernel may hand a process-directed signal to any thread. Python runs the handler
+    in the main thread, which sits in select() while the switch is idle: without a wake-up
+    fd the stop waited for the next packet (seen once in CI as a 10 s SIGTERM)."""
+    _ns, sw = _two_port_switch(lab)
+    popen = sw.process.popen
+    threads = sorted(int(t) for t in os.listdir(f"/proc/{popen.pid}/task"))
+    others = [t for t in threads if t != popen.pid]
+    assert others, "the switch runs gRPC threads besides the main one"
+    _tgkill(popen.pid, others[-1], signal.SIGTERM)
+    assert popen.wait(10) == 0
+    assert "stopped" in sw.log.read_text()
 
 
 def test_bad_arguments_and_missing_interface_fail_with_a_message(lab: Lab, tmp_path: Path) -> None:
