@@ -38,6 +38,27 @@ def _check_ifname(name: str) -> None:
         raise NetError(f"invalid interface name {name!r} (1..{IFNAMSIZ} chars, no '/' or spaces)")
 
 
+def stop_process_group(popen: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """SIGTERM the process group led by ``popen`` (started with start_new_session, so its
+    children go too), SIGKILL after ``timeout``. Idempotent; never signals by name."""
+    if popen.poll() is not None:
+        return
+    try:
+        os.killpg(popen.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    except PermissionError:  # not a group leader we may signal: the process alone
+        popen.terminate()
+    try:
+        popen.wait(timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        popen.wait(timeout)
+
+
 @dataclass
 class Process:
     """A process started by a NetKit; stopped by pid, never by name."""
@@ -54,21 +75,7 @@ class Process:
         return self.popen.poll() is None
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self.popen.poll() is not None:
-            return
-        # The process leads its own group (start_new_session), so children go too.
-        try:
-            os.killpg(self.popen.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.popen.wait(timeout)
+        stop_process_group(self.popen, timeout)
 
 
 @dataclass

@@ -10,9 +10,7 @@ which case the log is kept for the user), and, as every Mininet switch, its inte
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -22,7 +20,7 @@ from typing import Any
 
 from mininet.node import Switch
 
-from common.netns import free_tcp_port, tcp_listening
+from common.netns import free_tcp_port, stop_process_group, tcp_listening
 
 
 class SwitchStartError(RuntimeError):
@@ -114,20 +112,8 @@ class GrpcSwitch(Switch):  # type: ignore[misc]
 
     def _stop_process(self, timeout: float = 5.0) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout)
+        if proc is not None:
+            stop_process_group(proc, timeout)
 
     def stop(self, deleteIntfs: bool = True) -> None:
         """Stop the process and remove what it created; safe to call any number of times."""

@@ -19,6 +19,11 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import netlink
+from common.netlink import IFF_RUNNING, IFF_UP, RTMGRP_LINK
+from common.netlink import RTM_DELLINK as RTM_DELLINK  # re-exported for callers
+from common.netlink import RTM_NEWLINK as RTM_NEWLINK
+
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
 PACKET_ADD_MEMBERSHIP = 1
@@ -27,15 +32,8 @@ PACKET_IGNORE_OUTGOING = 23
 SO_RCVBUFFORCE = 33
 SO_SNDBUFFORCE = 32
 
-RTMGRP_LINK = 1
-RTM_NEWLINK = 16
-RTM_DELLINK = 17
-IFF_UP = 0x1
-IFF_RUNNING = 0x40
 
 MAX_FRAME = 65535  # receive buffer: larger than any MTU a veth carries here
-_NLMSG = struct.Struct("=IHHII")
-_IFINFO = struct.Struct("=BxHiII")
 
 
 class PortError(OSError):
@@ -141,20 +139,9 @@ class LinkWatcher:
 
 def parse_link_messages(data: bytes) -> list[tuple[int, bool]]:
     """(ifindex, IFF_UP and IFF_RUNNING) for each RTM_NEWLINK/DELLINK in a netlink datagram."""
-    out: list[tuple[int, bool]] = []
-    off = 0
-    while off + _NLMSG.size <= len(data):
-        length, mtype, _flags, _seq, _pid = _NLMSG.unpack_from(data, off)
-        if length < _NLMSG.size or off + length > len(data):
-            break
-        if mtype in (RTM_NEWLINK, RTM_DELLINK) and length >= _NLMSG.size + _IFINFO.size:
-            _family, _type, index, flags, _change = _IFINFO.unpack_from(data, off + _NLMSG.size)
-            running = mtype == RTM_NEWLINK and (flags & (IFF_UP | IFF_RUNNING)) == (
-                IFF_UP | IFF_RUNNING
-            )
-            out.append((index, running))
-        off += (length + 3) & ~3
-    return out
+    both = IFF_UP | IFF_RUNNING
+    msgs = netlink.parse_link_messages(data)
+    return [(m.index, not m.deleted and m.flags & both == both) for m in msgs]
 
 
 def close_all(ports: dict[int, Port]) -> None:

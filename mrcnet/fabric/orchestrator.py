@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from common.netns import wait_until
+from common.netns import stop_process_group, wait_until
 from mrcnet.fabric.builder import MininetFabric
 from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
@@ -287,12 +287,12 @@ class Fabric:
         if self.sampler is not None:
             self.sampler.stop()
         for name in list(self.agents):
-            _stop_process(self.agents.pop(name))
+            stop_process_group(self.agents.pop(name))
         if self.ctl is not None:
             self.ctl.close()
             self.ctl = None
         if self.controller is not None:
-            _stop_process(self.controller)
+            stop_process_group(self.controller)
             self.controller = None
         if self.mn is not None:
             self.mn.stop()
@@ -301,21 +301,3 @@ class Fabric:
             self.sock_dir = None
 
 
-def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
-    """SIGTERM the process group led by ``proc`` (started in its own session), then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    except PermissionError:
-        proc.terminate()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout)
