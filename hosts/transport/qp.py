@@ -56,6 +56,21 @@ _TRANSITIONS: dict[tuple[QpState, QpState], tuple[QpAttrMask, QpAttrMask]] = {
     (QpState.RTR, QpState.RTS): (M.MPR | M.MAX_WIMM | M.RETRY | M.TIMEOUT, M.SQ_PSN),
     (QpState.RTS, QpState.RTS): (M(0), M.RETRY | M.TIMEOUT),
 }
+# attributes modify_qp copies as they are (DEST_GIDS and RETRY are copied by value below)
+_COPIED_ATTRS: tuple[tuple[QpAttrMask, str], ...] = (
+    (M.HINT, "qp_hint"),
+    (M.EV_PROFILE, "ev_profile_id"),
+    (M.CC_PROFILE, "cc_profile_id"),
+    (M.PATH_MTU, "path_mtu"),
+    (M.MPR_DEST, "mpr_dest"),
+    (M.MAX_WIMM_DEST, "max_wimm_dest"),
+    (M.DEST_QPN, "dest_qpn"),
+    (M.RQ_PSN, "rq_psn"),
+    (M.SQ_PSN, "sq_psn"),
+    (M.MPR, "mpr"),
+    (M.MAX_WIMM, "max_wimm"),
+    (M.TIMEOUT, "timeout"),
+)
 
 
 class Qp:
@@ -208,34 +223,13 @@ class Qp:
         self._validate(attr, given, ev_profile)
         # everything checked: apply
         a = self.attr
-        if given & M.HINT:
-            a.qp_hint = attr.qp_hint
-        if given & M.EV_PROFILE:
-            a.ev_profile_id = attr.ev_profile_id
-        if given & M.CC_PROFILE:
-            a.cc_profile_id = attr.cc_profile_id
-        if given & M.PATH_MTU:
-            a.path_mtu = attr.path_mtu
-        if given & M.MPR_DEST:
-            a.mpr_dest = attr.mpr_dest
-        if given & M.MAX_WIMM_DEST:
-            a.max_wimm_dest = attr.max_wimm_dest
-        if given & M.DEST_QPN:
-            a.dest_qpn = attr.dest_qpn
+        for bit, name in _COPIED_ATTRS:
+            if given & bit:
+                setattr(a, name, getattr(attr, name))
         if given & M.DEST_GIDS:
             a.dest_gids = tuple(bytes(g) for g in attr.dest_gids)
-        if given & M.RQ_PSN:
-            a.rq_psn = attr.rq_psn
-        if given & M.SQ_PSN:
-            a.sq_psn = attr.sq_psn
-        if given & M.MPR:
-            a.mpr = attr.mpr
-        if given & M.MAX_WIMM:
-            a.max_wimm = attr.max_wimm
         if given & M.RETRY:
             a.retry = RetryAttr(attr.retry.linear_cnt, attr.retry.exp_cnt)
-        if given & M.TIMEOUT:
-            a.timeout = attr.timeout
         self.mtu = min(a.path_mtu, self.cfg.mtu)
         if new == QpState.INIT and given & (M.EV_PROFILE | M.CC_PROFILE):
             if given & M.EV_PROFILE:
