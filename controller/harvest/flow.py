@@ -56,6 +56,29 @@ def _solve(
     return float(-res.fun)
 
 
+def _maximise_theta(
+    rows: list[int],
+    cols: list[int],
+    vals: list[float],
+    r: int,
+    eq_mask: list[bool],
+    rhs: list[float],
+    n_vars: int,
+    th: int,
+    total_capacity: float,
+) -> float:
+    """Close a concurrent-flow LP: bound theta by the total capacity (keeps the LP bounded
+    when a source has no out-edge) and maximise it."""
+    rows.append(r)
+    cols.append(th)
+    vals.append(1.0)
+    eq_mask.append(False)
+    rhs.append(total_capacity + 1.0)
+    c = np.zeros(n_vars)
+    c[th] = -1.0
+    return _solve(c, rows, cols, vals, r + 1, np.array(eq_mask), np.array(rhs), n_vars)
+
+
 def max_concurrent_flow(topo: Topology, pattern: Pattern) -> float:
     """theta(G, M) by the edge-flow LP."""
     edges = [(u, v, c) for u, v, c in topo.edges if c > 0]
@@ -98,16 +121,8 @@ def max_concurrent_flow(topo: Topology, pattern: Pattern) -> float:
         r += 1
         eq_mask.append(False)
         rhs.append(float(cap))
-    # theta never exceeds the total capacity; keeps the LP bounded if a source has no out-edge.
-    rows.append(r)
-    cols.append(th)
-    vals.append(1.0)
-    r += 1
-    eq_mask.append(False)
-    rhs.append(float(sum(c for _, _, c in edges)) + 1.0)
-    c = np.zeros(n_vars)
-    c[th] = -1.0
-    return _solve(c, rows, cols, vals, r, np.array(eq_mask), np.array(rhs), n_vars)
+    total = float(sum(c for _, _, c in edges))
+    return _maximise_theta(rows, cols, vals, r, eq_mask, rhs, n_vars, th, total)
 
 
 def hop_limited_flow(topo: Topology, pattern: Pattern, max_hops: int) -> float:
@@ -192,15 +207,8 @@ def hop_limited_flow(topo: Topology, pattern: Pattern, max_hops: int) -> float:
     r += len(edges)
     eq_mask += [False] * len(edges)
     rhs += [float(c) for _, _, c in edges]
-    rows.append(r)
-    cols.append(th)
-    vals.append(1.0)
-    r += 1
-    eq_mask.append(False)
-    rhs.append(float(sum(c for _, _, c in edges)) + 1.0)
-    c = np.zeros(n_vars)
-    c[th] = -1.0
-    return _solve(c, rows, cols, vals, r, np.array(eq_mask), np.array(rhs), n_vars)
+    total = float(sum(c for _, _, c in edges))
+    return _maximise_theta(rows, cols, vals, r, eq_mask, rhs, n_vars, th, total)
 
 
 def shortest_hops(topo: Topology, pattern: Pattern) -> int | None:
