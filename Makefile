@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc
+APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc gcc libc6-dev python3-dev
 GRPC_TOOLS := grpcio-tools==1.62.3
 TOPO ?= clos-2p
 SWITCH ?= embedded
@@ -14,7 +14,7 @@ MODE ?= stev
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install apt-packages test test-unit test-emulation lint topology bench clean protos p4info help
+.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4info help
 
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
@@ -24,7 +24,11 @@ help:
 	@echo "make bench     run the benchmarks, results under results/"
 	@echo "make clean     remove what the project created (venv, caches, results)"
 
-install: $(STAMP)
+install: $(STAMP) cext
+
+# C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise.
+cext: $(STAMP)
+	@$(PY) -m common.cext --check
 
 apt-packages:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -72,5 +76,6 @@ bench: install
 	$(VENV)/bin/mrcnet bench all --json
 
 clean:
+	-@test -x $(PY) && $(PY) -m common.cext --clean
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
