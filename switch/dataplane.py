@@ -24,6 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
+from common.pktio import RxBuffers, send_batch
 from switch.pcap import PcapWriter
 from switch.pipeline import Pipeline
 from switch.ports import MAX_FRAME, LinkWatcher, Port, oper_up
@@ -106,6 +107,7 @@ class Dataplane:
         self._running = False
         self._direct = threading.Lock()  # a direct call() and the loop's start exclude each other
         self._closed = False
+        self._rx = RxBuffers(RX_BATCH, MAX_FRAME)  # receive scratch, shared by all ports
         for n in ports:
             self.pipeline.set_port_oper_status(n, self.oper(n))
 
@@ -230,10 +232,15 @@ class Dataplane:
         captures = self.captures
         ingress_shaped = tm.ingress_shaped
         process = self._process
-        pipeline_process = self.pipeline.process
+        pipeline = self.pipeline
+        pipeline_lock = pipeline.lock
         qdepth = tm.qdepth
         egress_get = tm.egress.get
-        socks = {n: p.sock for n, p in ports.items()}
+        misc = self.misc
+        recv_bytes = self._rx.recv_bytes
+        pending: dict[int, list[bytes]] = {n: [] for n in ports}  # fast-path frames per port
+        pending_get = pending.get
+        dirty: list[int] = []  # ports with pending frames, in first-use order
         tx: list[tuple[int, bytes]] = []
         rx: list[tuple[int, bytes]] = []
         wait = _select_wait if max(read_fds) < _FD_SETSIZE else _poll_wait(read_fds)
@@ -278,67 +285,78 @@ class Dataplane:
                                 log.exception("reading link changes failed")
                         continue
                     port, sock = entry
-                    pc = counters[port]
-                    cap = captures.get(port)
                     if port in ingress_shaped:
-                        self._receive_shaped(port, sock, pc, cap, now)
+                        self._receive_shaped(port, sock, now)
                         continue
-                    # The hot path, inlined: receive, pipeline, then straight onto an idle
-                    # unshaped wire (the same test and counting as Shaper.bypass, which the
-                    # unit tests pin down) or into the egress queue.
-                    for _ in range(RX_BATCH):
-                        try:
-                            data = sock.recv(MAX_FRAME)
-                        except BlockingIOError:
-                            break
-                        except OSError:
-                            self.misc["rx_errors"] += 1
-                            break
-                        pc.rx_packets += 1
-                        pc.rx_bytes += len(data)
-                        if cap is not None and cap.rx:
+                    try:
+                        frames = recv_bytes(sock, RX_BATCH)  # one recvmmsg for the batch
+                    except OSError:
+                        self.misc["rx_errors"] += 1
+                        continue
+                    if not frames:
+                        continue
+                    pc = counters[port]
+                    pc.rx_packets += len(frames)
+                    pc.rx_bytes += sum(map(len, frames))
+                    cap = captures.get(port)
+                    if cap is not None and cap.rx:
+                        for data in frames:
                             cap.write(data)
-                        try:
-                            egress_packets = pipeline_process(data, port, now, qdepth)
-                        except Exception:
-                            self._pipeline_failed(port)
-                            continue
-                        for eg in egress_packets:
-                            out = eg.port
-                            sh = egress_get(out)
-                            if sh is None:
-                                self.misc["no_such_port_drops"] += 1
+                    # The hot path, inlined: pipeline (its lock taken once per batch, the
+                    # frames still processed and enqueued one by one, so each sees the queue
+                    # depth the previous ones left), then onto an idle unshaped wire (the same
+                    # test and counting as Shaper.bypass, which the unit tests pin down: the
+                    # frame joins its port's send batch) or into the egress queue.
+                    with pipeline_lock:
+                        dp_process = pipeline.datapath_process()
+                        for data in frames:
+                            try:
+                                egress_packets = dp_process(data, port, now, qdepth)
+                            except Exception:
+                                self._pipeline_failed(port)
                                 continue
-                            prio = eg.priority
-                            frame = eg.data
-                            if (
-                                sh.direct
-                                and not sh.backlog
-                                and not sh.inflight
-                                and 0 <= prio < sh.nqueues
-                            ):
-                                size = len(frame)
-                                st = sh.stats
-                                qs = st.queues[prio]
-                                qs.packets += 1
-                                qs.bytes += size
-                                st.packets += 1
-                                st.bytes += size
-                                if eg.trimmed:
-                                    qs.trims += 1
-                                if eg.ecn_marked:
-                                    qs.ecn_marks += 1
-                                try:
-                                    socks[out].send(frame)
-                                except OSError:
-                                    ec = counters[out]
-                                    ec.tx_errors += 1
-                                    ec.tx_error_bytes += size
+                            for eg in egress_packets:
+                                out = eg.port
+                                sh = egress_get(out)
+                                if sh is None:
+                                    misc["no_such_port_drops"] += 1
                                     continue
-                                if captures:
-                                    self._capture_tx(out, frame)
-                            else:
-                                sh.enqueue(frame, prio, now, eg.trimmed, eg.ecn_marked)
+                                prio = eg.priority
+                                if (
+                                    sh.direct
+                                    and not sh.backlog
+                                    and not sh.inflight
+                                    and 0 <= prio < sh.nqueues
+                                ):
+                                    pend = pending_get(out)
+                                    if pend is None:  # a shaper without a socket
+                                        misc["no_such_port_drops"] += 1
+                                        continue
+                                    frame = eg.data
+                                    size = len(frame)
+                                    st = sh.stats
+                                    qs = st.queues[prio]
+                                    qs.packets += 1
+                                    qs.bytes += size
+                                    st.packets += 1
+                                    st.bytes += size
+                                    if eg.trimmed:
+                                        qs.trims += 1
+                                    if eg.ecn_marked:
+                                        qs.ecn_marks += 1
+                                    if not pend:
+                                        dirty.append(out)
+                                    pend.append(frame)
+                                else:
+                                    sh.enqueue(eg.data, prio, now, eg.trimmed, eg.ecn_marked)
+                if dirty:
+                    # One sendmmsg per port for what this round put on idle wires (before
+                    # the next service(), as the frames queued meanwhile are behind them).
+                    for out in dirty:
+                        pend = pending[out]
+                        self._send_port(out, pend)
+                        pend.clear()
+                    dirty.clear()
         finally:
             self._running = False
             self._run_commands()  # answer whoever is waiting
@@ -366,23 +384,16 @@ class Dataplane:
         if n & (n - 1) == 0:  # 1st, 2nd, 4th, 8th, ... occurrence
             log.exception("pipeline failed on a frame from port %d (%d so far)", port, n)
 
-    def _receive_shaped(
-        self,
-        port: int,
-        sock: socket.socket,
-        pc: PortCounters,
-        cap: PcapWriter | None,
-        now: float,
-    ) -> None:
+    def _receive_shaped(self, port: int, sock: socket.socket, now: float) -> None:
         """Read a batch from a port whose ingress link is emulated: into its shaper."""
-        for _ in range(RX_BATCH):
-            try:
-                data = sock.recv(MAX_FRAME)
-            except BlockingIOError:
-                return
-            except OSError:
-                self.misc["rx_errors"] += 1
-                return
+        try:
+            frames = self._rx.recv_bytes(sock, RX_BATCH)
+        except OSError:
+            self.misc["rx_errors"] += 1
+            return
+        pc = self.counters[port]
+        cap = self.captures.get(port)
+        for data in frames:
             pc.rx_packets += 1
             pc.rx_bytes += len(data)
             if cap is not None and cap.rx:
@@ -394,20 +405,34 @@ class Dataplane:
         if cap is not None and cap.tx:
             cap.write(data)
 
+    def _send_port(self, port: int, frames: list[bytes]) -> None:
+        """Hand a port's frames to its socket with one sendmmsg; a refused frame is counted
+        (tx_errors), never retried: the emulated link already delivered it."""
+        result = send_batch(self.ports[port].sock, frames, drop_errnos=None)
+        if result.failed:
+            ec = self.counters[port]
+            ec.tx_errors += len(result.failed)
+            ec.tx_error_bytes += sum(len(frames[i]) for i in result.failed)
+        if self.captures:
+            failed = set(result.failed)
+            for i, data in enumerate(frames):
+                if i not in failed:
+                    self._capture_tx(port, data)
+
     def _send(self, tx: list[tuple[int, bytes]]) -> None:
-        """Hand frames the emulated links delivered to their sockets."""
-        ports = self.ports
-        counters = self.counters
+        """Hand frames the emulated links delivered to their sockets, one batch per run of
+        consecutive frames for the same port (``TrafficManager.service`` groups by port)."""
+        batch: list[bytes] = []
+        current = -1
         for port, data in tx:
-            try:
-                ports[port].sock.send(data)
-            except OSError:
-                ec = counters[port]
-                ec.tx_errors += 1
-                ec.tx_error_bytes += len(data)
-                continue
-            if self.captures:
-                self._capture_tx(port, data)
+            if port != current:
+                if batch:
+                    self._send_port(current, batch)
+                    batch = []
+                current = port
+            batch.append(data)
+        if batch:
+            self._send_port(current, batch)
 
     def close(self) -> None:
         """Close captures, sockets and the wake pipe; idempotent."""

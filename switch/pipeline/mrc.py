@@ -79,7 +79,7 @@ class MrcDataPath:
         self.a_set_class = p.id("MrcIngress.set_class")
         self.a_port_params = p.id("MrcEgress.set_port_params")
         self.hash_cache: dict[bytes, int] = {}
-        self.l2_cache: dict[ActionCall, bytes] = {}
+        self.l2_cache: dict[tuple[int, ...], bytes] = {}  # set_nexthop params -> dmac+smac
 
     # -- control-plane notifications -------------------------------------------------------
     def port_status_changed(self, port: int, up: bool) -> None:
@@ -230,12 +230,13 @@ class MrcDataPath:
         pd = self.port_down  # RegisterArray.read, inlined (per packet)
         if 0 <= port < pd.size and pd.cells[port]:
             return self._drop(DropReason.PORT_DOWN, n)
-        l2 = self.l2_cache.get(nexthop)
+        # keyed by the params tuple: hashed in C, where an ActionCall hashes in Python
+        l2 = self.l2_cache.get(nexthop.params)
         if l2 is None:
             l2 = nexthop.params[2].to_bytes(6, "big") + nexthop.params[1].to_bytes(6, "big")
             if len(self.l2_cache) >= HASH_CACHE_MAX:
                 self.l2_cache.clear()
-            self.l2_cache[nexthop] = l2
+            self.l2_cache[nexthop.params] = l2
         hop_limit = cur[21] - 1
         # ---- egress (at enqueue time); MRC_EMBEDDED_TARGET: the byte depth is intrinsic
         cell = port * 8 + priority

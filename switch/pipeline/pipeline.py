@@ -18,7 +18,9 @@ from switch.pipeline.ocs import OcsDataPath
 from switch.pipeline.pipeline_types import EgressPacket, QDepthFn
 from switch.pipeline.state import ProgramState
 
-__all__ = ["DataPath", "EgressPacket", "Pipeline", "QDepthFn"]
+__all__ = ["DataPath", "EgressPacket", "Pipeline", "ProcessFn", "QDepthFn"]
+
+ProcessFn = Callable[[bytes, int, float, QDepthFn], list[EgressPacket]]
 
 
 class DataPath(Protocol):
@@ -83,6 +85,21 @@ class Pipeline:
                 self.unconfigured_drops += 1
                 return []
             return dp.process(frame, ingress_port, now, qdepth)
+
+    def datapath_process(self) -> ProcessFn:
+        """The per-frame function ``process`` runs, for a caller holding ``self.lock`` across
+        a batch of frames (the data-plane loop: one lock round trip per batch instead of per
+        frame). Valid only while the lock is held: a commit replaces the data path."""
+        dp = self.datapath
+        if dp is None:
+            return self._unconfigured
+        return dp.process
+
+    def _unconfigured(
+        self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
+    ) -> list[EgressPacket]:
+        self.unconfigured_drops += 1
+        return []
 
     def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
         """Count a traffic-manager tail drop on (port, priority) in the program's counters."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from switch.dataplane import Dataplane
-from switch.pipeline import EgressPacket, Pipeline, QDepthFn
+from switch.pipeline import EgressPacket, Pipeline, ProcessFn, QDepthFn
 from switch.ports import Port
 from switch.traffic import LinkConfig, TrafficManager
 
@@ -38,6 +38,9 @@ class TestPipeline(Pipeline):
         prio = frame[0] & 7
         self.depths.append(qdepth(out, prio))
         return [EgressPacket(out, prio, frame, ecn_marked=frame[1:2] == b"E")]
+
+    def datapath_process(self) -> ProcessFn:
+        return self.process
 
     def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
         self.tm_drops.append((port, priority, nbytes))

@@ -1,0 +1,354 @@
+/* Batched raw-packet I/O: one recvmmsg / sendmmsg call per batch of frames.
+ *
+ * C accelerator of common/pktio.py (the pure-Python reference, one recv/send per frame).
+ * Every function takes a socket file descriptor and works on buffers the caller owns; the
+ * buffers are held (Py_buffer exports) while the GIL is released around the system call, so
+ * another thread can neither free nor resize them meanwhile.
+ *
+ *   recv_into(fd, buf, stride, lengths, limit) -> int
+ *       Frame i lands in buf[i*stride : (i+1)*stride] (truncated to stride bytes, as recv_into
+ *       does); lengths[i] (a list) gets its length. Returns how many arrived (0: none ready).
+ *   recv_bytes(fd, buf, stride, limit) -> list[bytes]
+ *       The same with buf as scratch space, each frame copied out into its own bytes object.
+ *   send(fd, frames, lengths, start, count) -> (sent, sent_bytes, errno)
+ *       Sends frames[start:start+count] (lengths[i] bytes of frames[i] when lengths is not
+ *       None) and stops at the first failure: errno is 0 when all went out, else the error of
+ *       frame start+sent (which was not sent).
+ *
+ * Receive errors other than EAGAIN raise OSError; EINTR is retried after running signal
+ * handlers (PEP 475). Sockets are used with MSG_DONTWAIT: a call never blocks.
+ */
+#define _GNU_SOURCE
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#define PKTIO_MAX_BATCH 1024 /* UIO_MAXIOV: the kernel's own cap on one *mmsg call */
+
+typedef struct {
+    struct mmsghdr *msgs;
+    struct iovec *iov;
+} msgvec;
+
+static int msgvec_alloc(msgvec *v, Py_ssize_t n) {
+    v->msgs = PyMem_Calloc((size_t)n, sizeof(struct mmsghdr));
+    v->iov = PyMem_Calloc((size_t)n, sizeof(struct iovec));
+    if (v->msgs == NULL || v->iov == NULL) {
+        PyMem_Free(v->msgs);
+        PyMem_Free(v->iov);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v->msgs[i].msg_hdr.msg_iov = &v->iov[i];
+        v->msgs[i].msg_hdr.msg_iovlen = 1;
+    }
+    return 0;
+}
+
+static void msgvec_free(msgvec *v) {
+    PyMem_Free(v->msgs);
+    PyMem_Free(v->iov);
+}
+
+/* Common argument checks of the receive functions; returns the batch size or -1. */
+static Py_ssize_t rx_batch(int fd, const Py_buffer *buf, Py_ssize_t stride, Py_ssize_t limit) {
+    if (fd < 0) {
+        errno = EBADF;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    if (stride <= 0 || stride > (1 << 24)) {
+        PyErr_Format(PyExc_ValueError, "stride must be 1..%d bytes, got %zd", 1 << 24, stride);
+        return -1;
+    }
+    if (limit < 0) {
+        PyErr_Format(PyExc_ValueError, "limit must be >= 0, got %zd", limit);
+        return -1;
+    }
+    Py_ssize_t slots = buf->len / stride;
+    if (limit > slots) {
+        PyErr_Format(PyExc_ValueError, "limit %zd exceeds the %zd frames of %zd bytes the buffer holds",
+                     limit, slots, stride);
+        return -1;
+    }
+    if (limit > PKTIO_MAX_BATCH)
+        limit = PKTIO_MAX_BATCH;
+    return limit;
+}
+
+/* recvmmsg into n consecutive slots of buf; returns the count (0 when nothing is ready) or -1
+ * with an exception set. */
+static int rx_call(int fd, Py_buffer *buf, Py_ssize_t stride, Py_ssize_t n, msgvec *v) {
+    char *base = buf->buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v->iov[i].iov_base = base + i * stride;
+        v->iov[i].iov_len = (size_t)stride;
+        v->msgs[i].msg_len = 0;
+    }
+    for (;;) {
+        int got;
+        int err;
+        Py_BEGIN_ALLOW_THREADS
+        got = recvmmsg(fd, v->msgs, (unsigned int)n, MSG_DONTWAIT, NULL);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (got >= 0)
+            return got;
+        if (err == EAGAIN || err == EWOULDBLOCK)
+            return 0;
+        if (err == EINTR) {
+            if (PyErr_CheckSignals() < 0)
+                return -1;
+            continue;
+        }
+        errno = err;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+}
+
+static PyObject *pktio_recv_into(PyObject *self, PyObject *args) {
+    (void)self;
+    int fd;
+    Py_buffer buf;
+    Py_ssize_t stride, limit;
+    PyObject *lengths;
+    if (!PyArg_ParseTuple(args, "iw*nO!n:recv_into", &fd, &buf, &stride, &PyList_Type, &lengths,
+                          &limit))
+        return NULL;
+    PyObject *result = NULL;
+    msgvec v = {NULL, NULL};
+    Py_ssize_t n = rx_batch(fd, &buf, stride, limit);
+    if (n < 0)
+        goto done;
+    if (n > PyList_GET_SIZE(lengths)) {
+        PyErr_Format(PyExc_ValueError, "lengths holds %zd entries, limit is %zd",
+                     PyList_GET_SIZE(lengths), n);
+        goto done;
+    }
+    if (n == 0) {
+        result = PyLong_FromLong(0);
+        goto done;
+    }
+    if (msgvec_alloc(&v, n) < 0)
+        goto done;
+    int got = rx_call(fd, &buf, stride, n, &v);
+    if (got < 0)
+        goto done;
+    for (int i = 0; i < got; i++) {
+        unsigned int len = v.msgs[i].msg_len;
+        if ((Py_ssize_t)len > stride)
+            len = (unsigned int)stride;
+        PyObject *value = PyLong_FromUnsignedLong(len);
+        if (value == NULL)
+            goto done;
+        /* lengths may have shrunk while the GIL was released: check again */
+        if (i >= PyList_GET_SIZE(lengths)) {
+            Py_DECREF(value);
+            PyErr_SetString(PyExc_RuntimeError, "lengths list shrank during recv_into");
+            goto done;
+        }
+        PyList_SetItem(lengths, i, value); /* steals the reference */
+    }
+    result = PyLong_FromLong(got);
+done:
+    msgvec_free(&v);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+static PyObject *pktio_recv_bytes(PyObject *self, PyObject *args) {
+    (void)self;
+    int fd;
+    Py_buffer buf;
+    Py_ssize_t stride, limit;
+    if (!PyArg_ParseTuple(args, "iw*nn:recv_bytes", &fd, &buf, &stride, &limit))
+        return NULL;
+    PyObject *result = NULL;
+    msgvec v = {NULL, NULL};
+    Py_ssize_t n = rx_batch(fd, &buf, stride, limit);
+    if (n < 0)
+        goto done;
+    if (n == 0) {
+        result = PyList_New(0);
+        goto done;
+    }
+    if (msgvec_alloc(&v, n) < 0)
+        goto done;
+    int got = rx_call(fd, &buf, stride, n, &v);
+    if (got < 0)
+        goto done;
+    PyObject *list = PyList_New(got);
+    if (list == NULL)
+        goto done;
+    const char *base = buf.buf;
+    for (int i = 0; i < got; i++) {
+        Py_ssize_t len = (Py_ssize_t)v.msgs[i].msg_len;
+        if (len > stride)
+            len = stride;
+        PyObject *frame = PyBytes_FromStringAndSize(base + (Py_ssize_t)i * stride, len);
+        if (frame == NULL) {
+            Py_DECREF(list);
+            goto done;
+        }
+        PyList_SET_ITEM(list, i, frame);
+    }
+    result = list;
+done:
+    msgvec_free(&v);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+static PyObject *pktio_send(PyObject *self, PyObject *args) {
+    (void)self;
+    int fd;
+    PyObject *frames_obj, *lengths_obj;
+    Py_ssize_t start, count;
+    if (!PyArg_ParseTuple(args, "iOOnn:send", &fd, &frames_obj, &lengths_obj, &start, &count))
+        return NULL;
+    if (fd < 0) {
+        errno = EBADF;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    /* A private tuple: the caller's list may change while the GIL is released, the tuple
+     * (and the exports below) keep every frame alive and unchanged in size. */
+    PyObject *frames = PySequence_Tuple(frames_obj);
+    if (frames == NULL)
+        return NULL;
+    Py_ssize_t total = PyTuple_GET_SIZE(frames);
+    if (start < 0 || start > total) {
+        Py_DECREF(frames);
+        return PyErr_Format(PyExc_ValueError, "start %zd outside 0..%zd", start, total);
+    }
+    if (count < 0 || count > total - start)
+        count = total - start;
+    Py_ssize_t nlen = -1;
+    if (lengths_obj != Py_None) {
+        if (!PyList_Check(lengths_obj) && !PyTuple_Check(lengths_obj)) {
+            Py_DECREF(frames);
+            return PyErr_Format(PyExc_TypeError, "lengths must be a list, tuple or None");
+        }
+        nlen = PySequence_Fast_GET_SIZE(lengths_obj);
+        if (nlen < start + count) {
+            Py_DECREF(frames);
+            return PyErr_Format(PyExc_ValueError, "lengths holds %zd entries, frames need %zd",
+                                nlen, start + count);
+        }
+    }
+    Py_ssize_t chunk = count < PKTIO_MAX_BATCH ? count : PKTIO_MAX_BATCH;
+    Py_buffer *views = NULL;
+    msgvec v = {NULL, NULL};
+    PyObject *result = NULL;
+    Py_ssize_t sent = 0, sent_bytes = 0;
+    int error = 0;
+    if (chunk > 0) {
+        views = PyMem_Calloc((size_t)chunk, sizeof(Py_buffer));
+        if (views == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+        if (msgvec_alloc(&v, chunk) < 0)
+            goto out;
+    }
+    while (sent < count && error == 0) {
+        Py_ssize_t n = count - sent < chunk ? count - sent : chunk;
+        Py_ssize_t held = 0;
+        for (; held < n; held++) {
+            Py_ssize_t idx = start + sent + held;
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(frames, idx), &views[held], PyBUF_SIMPLE) < 0)
+                break;
+            Py_ssize_t len = views[held].len;
+            if (nlen >= 0) {
+                PyObject *item = PySequence_Fast_GET_ITEM(lengths_obj, idx);
+                Py_ssize_t want = PyLong_AsSsize_t(item);
+                if (want == -1 && PyErr_Occurred()) {
+                    held++;
+                    break;
+                }
+                if (want < 0 || want > len) {
+                    PyErr_Format(PyExc_ValueError,
+                                 "lengths[%zd] = %zd outside the frame's 0..%zd bytes", idx,
+                                 want, len);
+                    held++;
+                    break;
+                }
+                len = want;
+            }
+            v.iov[held].iov_base = views[held].buf;
+            v.iov[held].iov_len = (size_t)len;
+            v.msgs[held].msg_len = 0;
+        }
+        if (PyErr_Occurred()) {
+            for (Py_ssize_t i = 0; i < held; i++)
+                PyBuffer_Release(&views[i]);
+            goto out;
+        }
+        Py_ssize_t done = 0;
+        while (done < n) {
+            int r;
+            int err;
+            Py_BEGIN_ALLOW_THREADS
+            r = sendmmsg(fd, v.msgs + done, (unsigned int)(n - done), MSG_DONTWAIT);
+            err = errno;
+            Py_END_ALLOW_THREADS
+            if (r > 0) {
+                for (int i = 0; i < r; i++)
+                    sent_bytes += (Py_ssize_t)v.iov[done + i].iov_len;
+                done += r;
+                continue;
+            }
+            if (r < 0 && err == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    break;
+                continue;
+            }
+            error = r < 0 ? err : EIO; /* r == 0 with work left: never expected */
+            break;
+        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyBuffer_Release(&views[i]);
+        sent += done;
+        if (PyErr_Occurred())
+            goto out;
+    }
+    result = Py_BuildValue("(nni)", sent, sent_bytes, error);
+out:
+    msgvec_free(&v);
+    PyMem_Free(views);
+    Py_DECREF(frames);
+    return result;
+}
+
+static PyMethodDef pktio_methods[] = {
+    {"recv_into", pktio_recv_into, METH_VARARGS,
+     "recv_into(fd, buf, stride, lengths, limit) -> int: one recvmmsg into buffer slots."},
+    {"recv_bytes", pktio_recv_bytes, METH_VARARGS,
+     "recv_bytes(fd, scratch, stride, limit) -> list[bytes]: one recvmmsg, frames copied out."},
+    {"send", pktio_send, METH_VARARGS,
+     "send(fd, frames, lengths, start, count) -> (sent, sent_bytes, errno): sendmmsg until the "
+     "first failure."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef pktio_module = {
+    PyModuleDef_HEAD_INIT, "_pktio",
+    "Batched raw-packet I/O (recvmmsg/sendmmsg); reference: common/pktio.py.", -1,
+    pktio_methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__pktio(void) {
+    PyObject *m = PyModule_Create(&pktio_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "MAX_BATCH", PKTIO_MAX_BATCH) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

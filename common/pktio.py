@@ -1,0 +1,217 @@
+"""Batched raw-packet I/O: many frames per system call (recvmmsg / sendmmsg).
+
+The switch data plane and the host NIC ports move 4 KiB frames over AF_PACKET sockets; one
+Python ``recv``/``send`` per frame costs a syscall plus interpreter overhead per frame. The C
+accelerator ``common._pktio`` does one ``recvmmsg``/``sendmmsg`` per batch with the GIL
+released; this module is its typed wrapper and its pure-Python reference (one call per frame,
+used when the extension is not built or ``MRCNET_PURE_PYTHON=1``). Both behave the same:
+
+- Receive never blocks (``MSG_DONTWAIT``): 0 frames when nothing is ready. A frame longer than
+  a slot is truncated to the slot, exactly as ``socket.recv_into`` does. A receive error (other
+  than EAGAIN) raises OSError; when it happens after some frames of a batch, those frames are
+  returned and the error is raised by the next call (what the kernel does for recvmmsg).
+- Send never blocks. ``send_batch`` tries every frame in order: a failure whose errno is in
+  ``drop_errnos`` (ENOBUFS, EAGAIN, ENETDOWN, ... : a full queue or a downed link) is a
+  counted drop and sending goes on with the next frame; any other errno (EBADF: the socket
+  was closed) raises ``SendError`` carrying what had been sent.
+- A closed socket (``fileno() == -1``) raises OSError(EBADF), never crashes.
+
+Buffers passed in are held for the duration of a call; do not share one ``RxBuffers``
+between threads.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from common import cext
+
+Buffer = bytes | bytearray | memoryview
+
+_c = cext.load("common._pktio")
+
+MAX_BATCH = 1024  # the kernel's cap on one recvmmsg/sendmmsg (UIO_MAXIOV)
+DROP_ERRNOS: frozenset[int] = frozenset(
+    {errno.ENOBUFS, errno.EAGAIN, errno.ENETDOWN, errno.ENXIO, errno.EMSGSIZE}
+)
+"""Send failures that are drops, not bugs: queue full, link down, frame too big for the MTU."""
+
+
+def accelerated() -> bool:
+    """True when the C extension is in use (else: the pure-Python reference)."""
+    return _c is not None
+
+
+def why_pure() -> str:
+    """Why the pure-Python path is used ('' when the C extension is loaded)."""
+    return "" if _c is not None else cext.why_missing("common._pktio")
+
+
+class _Sock(Protocol):
+    def fileno(self) -> int: ...
+
+    def recv_into(self, buffer: memoryview, nbytes: int = ..., flags: int = ...) -> int: ...
+
+    def send(self, data: Buffer, flags: int = ..., /) -> int: ...
+
+
+def _check_open(sock: _Sock) -> int:
+    fd = sock.fileno()
+    if fd < 0:
+        raise OSError(errno.EBADF, "socket is closed")
+    return fd
+
+
+class RxBuffers:
+    """``nframes`` receive slots of ``frame_size`` bytes in one preallocated bytearray.
+
+    After ``recv``, frame i is ``views[i][:lengths[i]]`` until the next call reuses the slot.
+    ``recv_bytes`` uses the slots as scratch and returns each frame as its own bytes object
+    (for callers that keep frames, e.g. in queues).
+    """
+
+    def __init__(self, nframes: int, frame_size: int, c_ext: bool | None = None) -> None:
+        if not 1 <= nframes <= MAX_BATCH:
+            raise ValueError(f"1..{MAX_BATCH} frames per batch, got {nframes}")
+        if not 1 <= frame_size <= 1 << 24:
+            raise ValueError(f"frame size must be 1..{1 << 24} bytes, got {frame_size}")
+        self.nframes = nframes
+        self.frame_size = frame_size
+        self.buf = bytearray(nframes * frame_size)
+        whole = memoryview(self.buf)
+        self.views = [whole[i * frame_size : (i + 1) * frame_size] for i in range(nframes)]
+        self.lengths = [0] * nframes
+        self._c = _c if c_ext is None else (_c if c_ext else None)
+        if c_ext and _c is None:
+            raise RuntimeError(f"common._pktio unavailable: {why_pure()}")
+        self._pending: OSError | None = None  # pure path: error after a partial batch
+
+    @property
+    def accelerated(self) -> bool:
+        return self._c is not None
+
+    def _limit(self, limit: int | None) -> int:
+        if limit is None:
+            return self.nframes
+        return max(0, min(limit, self.nframes))
+
+    def recv(self, sock: _Sock, limit: int | None = None) -> int:
+        """Receive up to ``limit`` frames (default: all slots) into the slots; how many came."""
+        n = self._limit(limit)
+        fd = _check_open(sock)
+        if self._c is not None:
+            return int(self._c.recv_into(fd, self.buf, self.frame_size, self.lengths, n))
+        return self._recv_py(sock, n)
+
+    def recv_bytes(self, sock: _Sock, limit: int | None = None) -> list[bytes]:
+        """Receive up to ``limit`` frames and return them as bytes objects (copies)."""
+        n = self._limit(limit)
+        fd = _check_open(sock)
+        if self._c is not None:
+            frames: list[bytes] = self._c.recv_bytes(fd, self.buf, self.frame_size, n)
+            return frames
+        got = self._recv_py(sock, n)
+        views, lengths = self.views, self.lengths
+        return [bytes(views[i][: lengths[i]]) for i in range(got)]
+
+    def _recv_py(self, sock: _Sock, n: int) -> int:
+        """The reference: one recv_into per frame until EAGAIN, an error or ``n`` frames."""
+        if self._pending is not None:
+            exc, self._pending = self._pending, None
+            raise exc
+        views, lengths = self.views, self.lengths
+        got = 0
+        while got < n:
+            try:
+                lengths[got] = sock.recv_into(views[got], 0, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if got == 0:
+                    raise
+                self._pending = exc
+                break
+            got += 1
+        return got
+
+
+@dataclass(slots=True)
+class SendResult:
+    """Outcome of ``send_batch``: what went out and which frames were dropped (indices)."""
+
+    sent: int = 0
+    sent_bytes: int = 0
+    failed: list[int] = field(default_factory=list)
+    first_errno: int = 0  # errno of the first failure (0: none)
+
+
+class SendError(OSError):
+    """A send failure that is not a drop (e.g. EBADF); ``result`` says what went out before."""
+
+    def __init__(self, code: int, result: SendResult) -> None:
+        super().__init__(code, f"send_batch: {errno.errorcode.get(code, code)} after "
+                               f"{result.sent} frames")
+        self.result = result
+
+
+def _send_py(
+    sock: _Sock, frames: Sequence[Buffer], lengths: Sequence[int] | None, start: int
+) -> tuple[int, int, int]:
+    """The reference core: one send per frame from ``start`` until the first failure."""
+    sent = nbytes = 0
+    for i in range(start, len(frames)):
+        frame = frames[i]
+        if lengths is not None:
+            size = lengths[i]
+            if not 0 <= size <= len(frame):
+                raise ValueError(f"lengths[{i}] = {size} outside the frame's 0..{len(frame)} bytes")
+            frame = memoryview(frame)[:size]
+        try:
+            sock.send(frame, socket.MSG_DONTWAIT)
+        except OSError as exc:
+            return sent, nbytes, exc.errno or errno.EIO
+        sent += 1
+        nbytes += len(frame)
+    return sent, nbytes, 0
+
+
+def send_batch(
+    sock: _Sock,
+    frames: Sequence[Buffer],
+    lengths: Sequence[int] | None = None,
+    drop_errnos: frozenset[int] | None = DROP_ERRNOS,
+    c_ext: bool | None = None,
+) -> SendResult:
+    """Send ``frames`` in order (``lengths[i]`` bytes of frame i when given), one sendmmsg
+    for the whole batch while nothing fails. Failures with an errno in ``drop_errnos``
+    (None: any errno) are dropped frames, listed in ``result.failed``; others raise SendError."""
+    c = _c if c_ext is None else (_c if c_ext else None)
+    if c_ext and _c is None:
+        raise RuntimeError(f"common._pktio unavailable: {why_pure()}")
+    fd = _check_open(sock)
+    if lengths is not None and len(lengths) < len(frames):
+        raise ValueError(f"lengths holds {len(lengths)} entries for {len(frames)} frames")
+    result = SendResult()
+    total = len(frames)
+    start = 0
+    while start < total:
+        if c is not None:
+            sent, nbytes, err = c.send(fd, frames, lengths, start, -1)
+        else:
+            sent, nbytes, err = _send_py(sock, frames, lengths, start)
+        result.sent += sent
+        result.sent_bytes += nbytes
+        start += sent
+        if not err:
+            break
+        if not result.first_errno:
+            result.first_errno = err
+        if drop_errnos is not None and err not in drop_errnos:
+            raise SendError(err, result)
+        result.failed.append(start)
+        start += 1
+    return result
