@@ -1,0 +1,354 @@
+"""common.pktio: the C accelerator (recvmmsg/sendmmsg) against the pure-Python reference.
+
+Datagram socketpairs stand in for raw sockets in the unit tests (same message semantics);
+the emulation tests use a real veth pair with AF_PACKET sockets in a namespace of their own
+(prefix ``pio``), including a downed link.
+"""
+
+from __future__ import annotations
+
+import errno
+import random
+import secrets
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from common import pktio
+from hosts.agent.nic import NicPort
+
+C = pktio._c
+IMPLS = [
+    pytest.param(True, id="c", marks=pytest.mark.skipif(C is None, reason="_pktio not built")),
+    pytest.param(False, id="python"),
+]
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.setblocking(False)
+    b.setblocking(False)
+    try:
+        yield a, b
+    finally:
+        a.close()
+        b.close()
+
+
+def _frames(n: int, seed: int = 0, low: int = 1, high: int = 3000) -> list[bytes]:
+    rng = random.Random(seed)
+    return [rng.randbytes(rng.randint(low, high)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_batches_partial_batches_and_eagain(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    a, b = pair
+    sent = _frames(11, seed=1)
+    res = pktio.send_batch(a, sent, c_ext=c_ext)
+    assert (res.sent, res.sent_bytes, res.failed, res.first_errno) == (
+        11, sum(map(len, sent)), [], 0
+    )
+    rx = pktio.RxBuffers(4, 4096, c_ext=c_ext)
+    got: list[bytes] = []
+    counts = []
+    while n := rx.recv(b):
+        counts.append(n)
+        got.extend(bytes(rx.views[i][: rx.lengths[i]]) for i in range(n))
+    assert counts == [4, 4, 3]  # full batches, then the partial one; then EAGAIN -> 0
+    assert got == sent
+    assert rx.recv(b) == 0 and rx.recv_bytes(b) == []
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_recv_bytes_returns_independent_copies_and_honours_limit(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    a, b = pair
+    sent = _frames(6, seed=2)
+    pktio.send_batch(a, sent, c_ext=c_ext)
+    rx = pktio.RxBuffers(8, 4096, c_ext=c_ext)
+    first = rx.recv_bytes(b, limit=2)
+    assert first == sent[:2]
+    rest = rx.recv_bytes(b, limit=100)  # clamped to the slots
+    assert first == sent[:2]  # the copies did not change when the slots were reused
+    assert rest == sent[2:]
+    assert all(type(f) is bytes for f in first + rest)
+    assert rx.recv_bytes(b, limit=0) == []
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_oversized_frames_are_truncated_like_recv_into(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    a, b = pair
+    sent = [bytes(range(256)) * 8, b"short", bytes(100)]  # 2048, 5, 100 bytes
+    pktio.send_batch(a, sent, c_ext=c_ext)
+    rx = pktio.RxBuffers(4, 100, c_ext=c_ext)
+    n = rx.recv(b)
+    assert n == 3
+    assert rx.lengths[:3] == [100, 5, 100]
+    assert bytes(rx.views[0]) == sent[0][:100]
+    # the reference: what socket.recv_into does with the same slot size
+    a.send(sent[0])
+    ref = bytearray(100)
+    assert b.recv_into(ref) == 100 and bytes(ref) == sent[0][:100]
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_send_with_lengths_sends_prefixes_and_checks_bounds(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    a, b = pair
+    bufs = [bytearray(b"x" * 50), memoryview(b"y" * 50), b"z" * 50]
+    res = pktio.send_batch(a, bufs, lengths=[10, 0, 50], c_ext=c_ext)
+    assert (res.sent, res.sent_bytes) == (3, 60)
+    assert pktio.RxBuffers(4, 64, c_ext=c_ext).recv_bytes(b) == [b"x" * 10, b"", b"z" * 50]
+    for bad in ([10, 51, 1], [10, -1, 1]):
+        with pytest.raises(ValueError, match="lengths"):
+            pktio.send_batch(a, bufs, lengths=bad, c_ext=c_ext)
+    with pytest.raises(ValueError, match="lengths"):
+        pktio.send_batch(a, bufs, lengths=[1], c_ext=c_ext)
+    with pytest.raises(TypeError):
+        pktio.send_batch(a, [b"ok", 12], c_ext=c_ext)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_closed_socket_is_a_clear_error(c_ext: bool) -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.close()
+    b.close()
+    rx = pktio.RxBuffers(2, 64, c_ext=c_ext)
+    for call in (lambda: rx.recv(b), lambda: rx.recv_bytes(b),
+                 lambda: pktio.send_batch(a, [b"x"], c_ext=c_ext)):
+        with pytest.raises(OSError) as info:
+            call()
+        assert info.value.errno == errno.EBADF
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_full_peer_queue_gives_counted_drops_and_the_rest_goes_out(c_ext: bool) -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        a.setblocking(False)
+        b.setblocking(False)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        sent = [bytes([i]) * 4000 for i in range(40)]
+        res = pktio.send_batch(a, sent, c_ext=c_ext)
+        assert res.failed and res.first_errno == errno.EAGAIN
+        assert res.sent + len(res.failed) == 40
+        assert res.failed == sorted(res.failed)
+        rx = pktio.RxBuffers(64, 4096, c_ext=c_ext)
+        got = rx.recv_bytes(b)
+        delivered = [f for i, f in enumerate(sent) if i not in set(res.failed)]
+        assert got == delivered  # exactly the frames not reported as dropped, in order
+        assert res.sent_bytes == sum(map(len, delivered))
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_non_drop_errors_raise_with_what_was_sent(c_ext: bool) -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.setblocking(False)
+    b.close()  # the peer is gone: ECONNREFUSED, not a drop errno
+    try:
+        with pytest.raises(pktio.SendError) as info:
+            pktio.send_batch(a, [b"a", b"b"], c_ext=c_ext)
+        assert info.value.errno == errno.ECONNREFUSED
+        assert info.value.result.sent == 0
+        res = pktio.send_batch(a, [b"a", b"b"], drop_errnos=None, c_ext=c_ext)
+        # the first refusal disconnected the socket: ENOTCONN from then on
+        assert (res.sent, res.failed, res.first_errno) == (0, [0, 1], errno.ENOTCONN)
+    finally:
+        a.close()
+
+
+def test_c_and_python_agree_on_random_batches() -> None:
+    if C is None:
+        pytest.skip("_pktio not built")
+    rng = random.Random(7)
+    for trial in range(30):
+        frames = _frames(rng.randint(0, 40), seed=trial, low=0, high=2500)
+        slot = rng.choice([1, 64, 1500, 4096])
+        limit = rng.randint(0, 50)
+        outputs = []
+        for c_ext in (True, False):
+            a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                b.setblocking(False)
+                res = pktio.send_batch(a, frames, c_ext=c_ext)
+                rx = pktio.RxBuffers(32, slot, c_ext=c_ext)
+                n = rx.recv(b, limit)
+                views = [bytes(rx.views[i][: rx.lengths[i]]) for i in range(n)]
+                outputs.append((res, n, views, rx.recv_bytes(b)))
+            finally:
+                a.close()
+                b.close()
+        assert outputs[0] == outputs[1], f"trial {trial}"
+
+
+def test_c_entry_points_reject_bad_arguments_without_crashing() -> None:
+    if C is None:
+        pytest.skip("_pktio not built")
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        buf = bytearray(1000)
+        fd = b.fileno()
+        for args, exc in [
+            ((fd, buf, 0, [0] * 4, 1), ValueError),  # stride 0
+            ((fd, buf, -5, [0] * 4, 1), ValueError),
+            ((fd, buf, 300, [0] * 4, 4), ValueError),  # 4 slots of 300 > 1000 bytes
+            ((fd, buf, 100, [0] * 2, 3), ValueError),  # lengths too short
+            ((fd, buf, 100, [0] * 4, -1), ValueError),
+            ((fd, b"read-only", 3, [0], 1), TypeError),  # not writable
+            ((fd, buf, 100, (0, 0), 1), TypeError),  # lengths must be a list
+            ((-1, buf, 100, [0], 1), OSError),
+        ]:
+            with pytest.raises(exc):
+                C.recv_into(*args)
+        with pytest.raises(ValueError):
+            C.recv_bytes(fd, buf, 2000, 1)
+        with pytest.raises(ValueError):
+            C.send(a.fileno(), [b"x"], None, 2, -1)  # start beyond the frames
+        with pytest.raises(ValueError):
+            C.send(a.fileno(), [b"x"], [5], 0, -1)  # length beyond the frame
+        with pytest.raises(TypeError):
+            C.send(a.fileno(), [b"x"], {0: 1}, 0, -1)
+        with pytest.raises(TypeError):
+            C.send(a.fileno(), 42, None, 0, -1)
+        with pytest.raises(OSError):
+            C.send(-1, [b"x"], None, 0, -1)
+        assert C.send(a.fileno(), [], None, 0, -1) == (0, 0, 0)
+        assert C.send(a.fileno(), [b"ab", b"cde"], None, 1, 1) == (1, 3, 0)  # start/count
+        assert C.recv_bytes(fd, buf, 100, 5) == [b"cde"]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_rx_buffers_validate_their_shape() -> None:
+    with pytest.raises(ValueError):
+        pktio.RxBuffers(0, 100)
+    with pytest.raises(ValueError):
+        pktio.RxBuffers(pktio.MAX_BATCH + 1, 100)
+    with pytest.raises(ValueError):
+        pktio.RxBuffers(4, 0)
+    rx = pktio.RxBuffers(3, 10)
+    assert len(rx.buf) == 30 and [len(v) for v in rx.views] == [10, 10, 10]
+
+
+def test_pure_python_path_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
+    from common import cext
+
+    monkeypatch.setenv(cext.PURE_ENV, "1")
+    assert cext.load("common._pktio") is None
+    assert not pktio.RxBuffers(1, 10, c_ext=False).accelerated
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_nic_port_send_batch_counts(c_ext: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not c_ext:
+        monkeypatch.setattr(pktio, "_c", None)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    pa, pb = NicPort.from_socket(a, "pa", batch=8), NicPort.from_socket(b, "pb", batch=8)
+    try:
+        assert pa._rx.accelerated is c_ext
+        frames = [bytes([i]) * (60 + i) for i in range(5)]
+        assert pa.send_batch(frames) == 5
+        assert pa.send_batch([bytearray(100)] * 2, lengths=[64, 70]) == 2
+        c = pa.counters
+        assert (c.tx_frames, c.tx_bytes, c.tx_drops) == (7, sum(map(len, frames)) + 134, 0)
+        assert pb.recv_batch() == 7
+        assert [bytes(pb.views[i][: pb.lengths[i]]) for i in range(5)] == frames
+        assert (pb.counters.rx_frames, pb.counters.rx_bytes) == (7, c.tx_bytes)
+        assert pb.recv_batch() == 0
+        b.close()
+        with pytest.raises(OSError):  # peer gone (ECONNREFUSED): an error, not a drop
+            pa.send_batch(frames)
+        assert pb.recv_batch() == 0 and pb.counters.rx_errors == 1  # closed: counted
+    finally:
+        pa.close()
+        b.close()
+
+
+# -- real veths -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def veth() -> Iterator[tuple[str, str, str]]:
+    from common.netns import NetKit
+
+    prefix = "pio" + secrets.token_hex(2)
+    with NetKit(prefix) as kit:
+        ns = kit.add_namespace("n")
+        kit.add_veth(kit.name("a"), kit.name("b"), ns, ns)
+        yield ns, kit.name("a"), kit.name("b")
+
+
+def _raw(ns: str, ifname: str) -> socket.socket:
+    from hosts.agent.netns_enter import in_netns
+
+    with in_netns(ns):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
+        s.setsockopt(263, 23, 1)  # PACKET_IGNORE_OUTGOING
+        s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: the whole burst fits
+        s.bind((ifname, 0x0003))
+    s.setblocking(False)
+    return s
+
+
+def _eth(seq: int, size: int) -> bytes:
+    head = bytes.fromhex("020000000002020000000001") + b"\x86\xdd"
+    return head + seq.to_bytes(4, "big") + bytes((seq + i) & 0xFF for i in range(size - 18))
+
+
+@pytest.mark.emulation
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_veth_batches_and_truncation(veth: tuple[str, str, str], c_ext: bool) -> None:
+    import select
+
+    ns, a_name, b_name = veth
+    a, b = _raw(ns, a_name), _raw(ns, b_name)
+    try:
+        sent = [_eth(i, 60 + 97 * i) for i in range(90)] + [_eth(99, 9014)]  # last: full MTU
+        res = pktio.send_batch(a, sent, c_ext=c_ext)
+        assert (res.sent, res.failed) == (91, [])
+        rx = pktio.RxBuffers(32, 9000, c_ext=c_ext)
+        got: list[bytes] = []
+        while len(got) < len(sent):
+            assert select.select([b], [], [], 2)[0], f"only {len(got)} frames arrived"
+            got.extend(rx.recv_bytes(b))
+        assert got[:90] == sent[:90]  # order and contents kept
+        assert got[90] == sent[90][:9000]  # longer than the slot: truncated, as recv_into does
+        assert rx.recv(a) == 0  # own transmissions ignored
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.emulation
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_veth_down_link_gives_counted_drops(
+    veth: tuple[str, str, str], c_ext: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from common.netns import run
+
+    if not c_ext:
+        monkeypatch.setattr(pktio, "_c", None)
+    ns, a_name, _b = veth
+    port = NicPort(a_name, netns=ns, batch=8)
+    try:
+        run(["ip", "link", "set", a_name, "down"], netns=ns)
+        frames = [_eth(i, 100) for i in range(6)]
+        res = pktio.send_batch(port.sock, frames)
+        assert res.sent == 0 and res.failed == list(range(6))
+        assert res.first_errno == errno.ENETDOWN
+        assert port.send_batch(frames) == 0  # no exception: drops
+        assert (port.counters.tx_drops, port.counters.tx_frames) == (6, 0)
+    finally:
+        port.close()
