@@ -16,6 +16,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from hosts.wire import fastpath
 from hosts.wire import layout as L
 from hosts.wire.compile import CompiledLayout, compile_layout
 from hosts.wire.enums import ICRC_LEN, Opcode
@@ -226,9 +227,21 @@ def encode_frame(frame: Frame, pkt: MrcPacket, buf: bytearray | memoryview, offs
             raise
         raise WireError(f"cannot encode frame: {exc}", start) from None
     if srv6 is not None:
+        _srv6_tail(frame, buf, offset, total)
+    return total - offset
+
+
+def _srv6_tail(frame: Frame, buf: bytearray | memoryview, offset: int, total: int) -> None:
+    """Ethernet + outer IPv6 (+ SRH) in front of an encoded inner stack ending at ``total``."""
+    srv6 = frame.srv6
+    assert srv6 is not None
+    try:
         _pack_eth(buf, offset, frame.eth_dst, frame.eth_src, L.ETHERTYPE_IPV6)
         _encode_srv6(srv6, buf, offset + _ETH_LEN, total)
-    return total - offset
+    except (struct.error, TypeError, ValueError) as exc:  # e.g. an outer field of a wrong type
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"cannot encode SRv6 outer header: {exc}", offset) from None
 
 
 def _encode_srv6(srv6: Srv6Outer, buf: bytearray | memoryview, off: int, total: int) -> None:
@@ -289,9 +302,7 @@ def decode_frame(data: Buffer, *, verify_icrc: bool = True) -> tuple[Frame, MrcP
         stacks = _ETH_STACKS
         eth_dst = eth_src = b""
     elif nh == L.IPPROTO_IPV6 or nh == L.IPPROTO_ROUTING:
-        _check_l3(mv)
-        eth_dst, eth_src, _t = _unpack_eth(mv, 0)
-        srv6, ip_off, limit = _decode_srv6(mv, n)
+        eth_dst, eth_src, srv6, ip_off, limit = _srv6_outer(mv, n)
         start = ip_off
         stacks = _INNER_STACKS
     else:
@@ -339,6 +350,15 @@ def _check_l3(data: Buffer) -> None:
         raise WireError(f"IP version {data[14] >> 4}, expected 6", 14)
 
 
+def _srv6_outer(mv: memoryview, n: int) -> tuple[bytes, bytes, Srv6Outer, int, int]:
+    """Ethernet + outer IPv6 (+ SRH) of an SRv6 frame: (eth dst, eth src, outer, inner IPv6
+    offset, outer end); raises WireError for the outermost problem."""
+    _check_l3(mv)
+    eth_dst, eth_src, _t = _unpack_eth(mv, 0)
+    srv6, ip_off, limit = _decode_srv6(mv, n)
+    return eth_dst, eth_src, srv6, ip_off, limit
+
+
 def _decode_srv6(data: Buffer, n: int) -> tuple[Srv6Outer, int, int]:
     """Parse the outer IPv6 (+ SRH); return (outer, inner IPv6 offset, outer end)."""
     off = _ETH_LEN
@@ -378,3 +398,32 @@ def _decode_srv6(data: Buffer, n: int) -> tuple[Srv6Outer, int, int]:
     outer.flow_label = fl
     outer.hop_limit = hlim
     return outer, off, limit
+
+
+# ------------------------------------------------------------------ C fast path
+# The functions above are the reference. When the C extension is built (and MRCNET_PURE_PYTHON
+# is not set) the public names are rebound to its functions, which handle the valid common
+# case from the same layout plans and call these references for everything else
+# (hosts/wire/fastpath.py, hosts/wire/_fastwire.c).
+encode_frame_py = encode_frame
+decode_frame_py = decode_frame
+encode_packet_py = encode_packet
+decode_packet_py = decode_packet
+
+FAST = fastpath.install(
+    {
+        "encode_frame": encode_frame_py,
+        "decode_frame": decode_frame_py,
+        "encode_packet": encode_packet_py,
+        "decode_packet": decode_packet_py,
+        "srv6_outer": _srv6_outer,
+        "srv6_tail": _srv6_tail,
+    }
+)
+BACKEND = "python" if FAST is None else "c"
+"""Which implementation the public functions use: "c" or "python"."""
+if FAST is not None:
+    encode_frame = FAST.encode_frame
+    decode_frame = FAST.decode_frame
+    encode_packet = FAST.encode_packet
+    decode_packet = FAST.decode_packet

@@ -151,10 +151,15 @@ def _word(
     return Word(base + start, size, base, code, tuple((f"{prefix}{f.name}", f) for f in members))
 
 
+def field_shift(w: Word, f: Field) -> int:
+    """Bits between the lsb of ``f`` and the lsb of its word (0 for byte fields)."""
+    return 0 if f.kind == "b" else (w.start - w.base + w.size) * 8 - f.end
+
+
 def _extract(var: str, w: Word, f: Field) -> str:
     if f.kind == "b":
         return var
-    shift = (w.start - w.base + w.size) * 8 - f.end
+    shift = field_shift(w, f)
     mask = (1 << f.width) - 1
     top = shift + f.width == w.size * 8
     if f.kind == "f":
@@ -171,7 +176,7 @@ def _extract(var: str, w: Word, f: Field) -> str:
 def _insert(value: str, w: Word, f: Field, unmasked: bool = False) -> str:
     if f.kind == "b":
         return value
-    shift = (w.start - w.base + w.size) * 8 - f.end
+    shift = field_shift(w, f)
     mask = (1 << f.width) - 1
     expr = value if unmasked else f"({value} & {mask:#x})"
     return expr if shift == 0 else f"({expr} << {shift})"

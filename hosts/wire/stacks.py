@@ -50,8 +50,9 @@ HEADER_CLASSES: dict[str, type] = {  # MrcPacket attribute -> header dataclass
     "eeth": Eeth,
 }
 
-# Where each network-layer field comes from when encoding.
-_FRAME_SOURCE = {
+# Where each network-layer field comes from when encoding: a Frame attribute, a constant or
+# "ulen" (the UDP length, also the inner IPv6 payload length).
+FRAME_SOURCE = {
     "eth.dst": "frame.eth_dst",
     "eth.src": "frame.eth_src",
     "eth.ethertype": f"{L.ETHERTYPE_IPV6}",
@@ -69,7 +70,7 @@ _FRAME_SOURCE = {
     "udp.length": "ulen",
     "udp.checksum": "0",
 }
-_FRAME_FIELDS = {
+FRAME_FIELDS = {  # Frame attribute -> qualified field it is decoded from
     "eth_dst": "eth.dst",
     "eth_src": "eth.src",
     "ip_src": "ip.src",
@@ -86,6 +87,21 @@ _UDP = L.UDP.size
 _ETH = L.ETH.size
 
 
+def packet_parts(op: Opcode, tsh: bool) -> tuple[list[str], list[tuple[str, L.Layout]]]:
+    """(MrcPacket attributes after the BTH, (prefix, layout) parts) of an MRC-only stack."""
+    attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
+    return attrs, [("bth", L.BTH), *((a, L.MRC_HEADERS[a]) for a in attrs)]
+
+
+def frame_parts(
+    op: Opcode, tsh: bool, with_eth: bool
+) -> tuple[list[str], list[tuple[str, L.Layout]]]:
+    """Like ``packet_parts`` with [Ethernet,] IPv6 and UDP in front (one frame stack)."""
+    attrs, mrc = packet_parts(op, tsh)
+    parts = [("eth", L.ETH)] if with_eth else []
+    return attrs, [*parts, ("ip", L.IPV6), ("udp", L.UDP), *mrc]
+
+
 class Stack:
     """Generated functions of one header stack.
 
@@ -98,10 +114,7 @@ class Stack:
     __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
 
     def __init__(self, op: Opcode, tsh: bool, with_eth: bool) -> None:
-        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
-        parts = [("eth", L.ETH)] if with_eth else []
-        parts += [("ip", L.IPV6), ("udp", L.UDP), ("bth", L.BTH)]
-        parts += [(a, L.MRC_HEADERS[a]) for a in attrs]
+        attrs, parts = frame_parts(op, tsh, with_eth)
         plan = plan_stack(parts)
         self.op = op
         self.size = plan.size
@@ -152,7 +165,7 @@ class Stack:
             elif slot in ("eth_dst", "eth_src") and not with_eth:
                 value = slot
             else:
-                value = x[_FRAME_FIELDS[slot]]
+                value = x[FRAME_FIELDS[slot]]
             lines.append(f"    frame.{slot} = {value}")
         if self.has_payload:
             lines += [
@@ -189,7 +202,7 @@ class Stack:
         lines.append("    return frame, pkt")
 
         def source_of(q: str) -> str:
-            return _FRAME_SOURCE.get(q, q)
+            return FRAME_SOURCE.get(q, q)
 
         lines += [
             "def encode(buf, mv, start, frame, pkt, tsh, _p=_st.pack_into):",
@@ -333,8 +346,8 @@ class PacketStack:
     __slots__ = ("decode", "encode", "has_payload", "op", "size", "source")
 
     def __init__(self, op: Opcode, tsh: bool) -> None:
-        attrs = [a for a in L.OPCODE_HEADERS[op] if tsh or a not in L.OPTIONAL_HEADERS]
-        plan = plan_stack([("bth", L.BTH), *((a, L.MRC_HEADERS[a]) for a in attrs)])
+        attrs, parts = packet_parts(op, tsh)
+        plan = plan_stack(parts)
         self.op = op
         self.size = plan.size
         self.has_payload = op in L.PAYLOAD_OPCODES
@@ -426,7 +439,7 @@ def _same(q: str) -> str:
 
 S = TypeVar("S", "Stack", "PacketStack")
 
-_KEYS: dict[int, tuple[Opcode, bool]] = {
+STACK_KEYS: dict[int, tuple[Opcode, bool]] = {
     (int(op) << 1) | tsh: (op, bool(tsh))
     for op in L.OPCODE_HEADERS
     for tsh in (0, 1)
@@ -447,7 +460,7 @@ class StackTable(dict[int, S]):
         self._factory: Callable[[Opcode, bool], S] = factory
 
     def build(self, key: int) -> S | None:
-        spec = _KEYS.get(key)
+        spec = STACK_KEYS.get(key)
         if spec is None:
             return None
         stack = self._factory(*spec)
@@ -455,7 +468,7 @@ class StackTable(dict[int, S]):
         return stack
 
     def build_all(self) -> StackTable[S]:
-        for key in _KEYS:
+        for key in STACK_KEYS:
             if key not in self:
                 self.build(key)
         return self

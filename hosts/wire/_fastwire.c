@@ -1,0 +1,1097 @@
+/* C fast path of the MRC wire codec (hosts/wire/codec.py stays the reference).
+ *
+ * A small table-driven interpreter: it knows no header layout. hosts/wire/fastpath.py
+ * compiles the layout tables (hosts/wire/layout.py) into one program per header stack and
+ * hands them to configure() at import. A program lists field operations: the struct word
+ * that holds a field (byte offset and size in the stack), the field's shift and width, its
+ * kind, the object and slot the value lives in, where an encoded value comes from and what a
+ * decoded value must equal.
+ *
+ * Scope: the valid common case. Anything else (bad lengths, unknown opcodes, wrong types,
+ * a bad ICRC, unusual arguments) makes the C code give up *before* it changes anything and
+ * call the Python reference with the original arguments, so errors and edge cases are the
+ * reference's by construction. The try_* functions return NotImplemented instead (tests).
+ *
+ * Objects are created with tp_alloc and their slots stored through the member offsets of the
+ * slots dataclasses, like object.__new__ plus slot stores in the Python decoder.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_U, K_S, K_F, K_B, K_O, K_COUNT };
+enum { SRC_NONE, SRC_SLOT, SRC_CONST, SRC_ULEN, SRC_PAD, SRC_TSH, SRC_COUNT };
+enum { R_ULEN, R_PLEN, R_PAD, NREG };
+enum { T_ETH, T_INNER, T_PACKET, NTABLE };
+enum { F_ENCODE_FRAME, F_DECODE_FRAME, F_ENCODE_PACKET, F_DECODE_PACKET, NFUNC };
+
+#define MAXOBJ 8
+#define MAXOPS 64
+#define MAXNONE 16
+#define MAXMASK 64
+#define NKEYS 512
+#define CRC_CALL_MIN 256 /* shorter runs: table CRC here; longer: the SIMD crc32 callable */
+
+/* Returned by the runners when the Python reference must handle the call. */
+#define FALLBACK (-2)
+#define OBJ_BTH 2 /* objects: 0 frame, 1 packet, 2 bth, 3.. extension headers */
+
+typedef struct {
+    Py_ssize_t off;   /* byte offset of the field's word in the stack */
+    int size;         /* word size in bytes (1, 2, 4, 8; byte fields: their length) */
+    int shift;        /* lsb of the field within the word */
+    int width;        /* bits */
+    int kind;         /* K_* */
+    int obj;          /* object holding the value, -1: none (checked or derived) */
+    Py_ssize_t slot;  /* member offset in that object */
+    int src;          /* SRC_*: where the encoder takes the value from */
+    uint64_t cval;    /* SRC_CONST value */
+    int has_expect;   /* decoded value must equal expect */
+    uint64_t expect;
+    int reg;          /* R_* the decoded value is copied to, -1: none */
+} Op;
+
+typedef struct {
+    int table;
+    int tsh;
+    Py_ssize_t size;
+    Py_ssize_t ip_at;
+    int has_payload;
+    PyObject *opcode;                  /* Opcode member of decoded packets */
+    int nobj;                          /* 0 frame, 1 packet, 2 bth, 3.. headers */
+    PyTypeObject *types[MAXOBJ];
+    Py_ssize_t pkt_slot[MAXOBJ];       /* MrcPacket member holding object i (i >= 2) */
+    int nnone;
+    Py_ssize_t none_slot[MAXNONE];
+    int nops;
+    Op ops[MAXOPS];
+} Program;
+
+static struct {
+    int ready;
+    PyTypeObject *frame_t, *pkt_t, *bth_t, *srv6_t;
+    Py_ssize_t pkt_payload, pkt_trimmed, pkt_bth, pkt_tseth;
+    Py_ssize_t bth_pad, bth_tsh, bth_opcode;
+    Py_ssize_t frame_srv6, frame_eth_dst, frame_eth_src, srv6_segments;
+    Py_ssize_t opcode_byte, tsh_byte, tsh_mask;
+    Py_ssize_t bth_len, eth_len, ip_len, ip_nh_byte, udp_len, srh_len, seg_len, icrc_len;
+    Py_ssize_t pad_mask, proto_udp, proto_ipv6, proto_routing;
+    PyObject *crc32;
+    uint32_t seed;
+    uint8_t mask[MAXMASK];
+    Py_ssize_t mask_len;
+    PyObject *ref[NFUNC];
+    PyObject *srv6_outer, *srv6_tail;
+    Program *tables[NTABLE][NKEYS];
+    unsigned long long hits[NFUNC], falls[NFUNC];
+} G;
+
+static uint32_t crc_tab[8][256];
+
+/* ------------------------------------------------------------------ CRC-32 (IEEE, as zlib) */
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc_tab[0][i] = c;
+    }
+    for (int t = 1; t < 8; t++)
+        for (int i = 0; i < 256; i++)
+            crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xFF];
+}
+
+static inline uint32_t le32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* zlib semantics: crc is the CRC of the bytes before p (0 for none). */
+static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t a = crc ^ le32(p), b = le32(p + 4);
+        crc = crc_tab[7][a & 0xFF] ^ crc_tab[6][(a >> 8) & 0xFF] ^ crc_tab[5][(a >> 16) & 0xFF] ^
+              crc_tab[4][a >> 24] ^ crc_tab[3][b & 0xFF] ^ crc_tab[2][(b >> 8) & 0xFF] ^
+              crc_tab[1][(b >> 16) & 0xFF] ^ crc_tab[0][b >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n-- > 0)
+        crc = (crc >> 8) ^ crc_tab[0][(crc ^ *p++) & 0xFF];
+    return ~crc;
+}
+
+/* ICRC of base[ip_off:end] (header bytes under the variant mask set to ones). 0 ok, -1 error. */
+static int icrc(const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end, uint32_t *out) {
+    uint8_t hdr[MAXMASK];
+    for (Py_ssize_t i = 0; i < G.mask_len; i++)
+        hdr[i] = base[ip_off + i] | G.mask[i];
+    uint32_t crc = crc_update(G.seed, hdr, G.mask_len);
+    const uint8_t *rest = base + ip_off + G.mask_len;
+    Py_ssize_t n = end - ip_off - G.mask_len;
+    if (n < CRC_CALL_MIN || G.crc32 == NULL) {
+        *out = crc_update(crc, rest, n);
+        return 0;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)rest, n, PyBUF_READ);
+    if (view == NULL)
+        return -1;
+    PyObject *start = PyLong_FromUnsignedLong(crc);
+    if (start == NULL) {
+        Py_DECREF(view);
+        return -1;
+    }
+    PyObject *args[2] = {view, start};
+    PyObject *res = PyObject_Vectorcall(G.crc32, args, 2, NULL);
+    Py_DECREF(view);
+    Py_DECREF(start);
+    if (res == NULL)
+        return -1;
+    unsigned long v = PyLong_AsUnsignedLong(res);
+    Py_DECREF(res);
+    if (v == (unsigned long)-1 && PyErr_Occurred())
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ helpers */
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static inline uint64_t width_mask(int width) {
+    return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
+}
+
+static inline uint64_t load_be(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static inline void or_be(uint8_t *p, int n, uint64_t v) {
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] |= (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+/* An int whose `value & mask` is int's own (int, bool, IntEnum members, ...). */
+static inline int plain_int(PyObject *o) {
+    if (PyLong_CheckExact(o) || PyBool_Check(o))
+        return 1;
+    return PyLong_Check(o) && Py_TYPE(o)->tp_as_number != NULL &&
+           Py_TYPE(o)->tp_as_number->nb_and == PyLong_Type.tp_as_number->nb_and;
+}
+
+/* 1 if o is a plain int equal to v, 0 if a plain int that differs, -1 if not a plain int. */
+static int int_equals(PyObject *o, long long v) {
+    if (!plain_int(o))
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (x == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return !overflow && x == v;
+}
+
+/* Exact non-negative int argument; 0 ok, -1 not handled here (no exception left set). */
+static int ssize_arg(PyObject *o, Py_ssize_t *out) {
+    if (!PyLong_CheckExact(o))
+        return -1;
+    Py_ssize_t v = PyLong_AsSsize_t(o);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A flat byte buffer (format B, 1-D, contiguous) of bytes, bytearray or memoryview objects.
+ * 0 ok (release it), -1 not handled (nothing to release, no exception). */
+static int byte_buffer(PyObject *o, Py_buffer *view, int writable) {
+    if (!(PyBytes_CheckExact(o) || PyByteArray_CheckExact(o) || PyMemoryView_Check(o)))
+        return -1;
+    if (PyObject_GetBuffer(o, view, writable ? PyBUF_FULL : PyBUF_FULL_RO) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int ok = view->ndim == 1 && view->itemsize == 1 && view->suboffsets == NULL &&
+             (view->strides == NULL || view->strides[0] == 1) &&
+             (view->format == NULL || strcmp(view->format, "B") == 0) && view->len >= 0;
+    if (!ok) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *new_object(PyTypeObject *t) { return t->tp_alloc(t, 0); }
+
+/* ------------------------------------------------------------------ encode */
+/* Encode one stack at start. Returns the end offset (frames: after the ICRC), FALLBACK when
+ * the reference must run (nothing was changed), -1 with an exception set. */
+static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, Py_buffer *out,
+                             Py_ssize_t start) {
+    PyObject *objs[MAXOBJ] = {frame, pkt};
+    const char *bytes_src[MAXOPS];
+    uint64_t vals[MAXOPS];
+    for (int i = OBJ_BTH; i < pg->nobj; i++) {
+        PyObject *o = SLOT(pkt, pg->pkt_slot[i]);
+        if (o == NULL || Py_TYPE(o) != pg->types[i])
+            return FALLBACK;
+        objs[i] = o;
+    }
+    PyObject *bth = objs[2];
+    Py_buffer pay;
+    int have_pay = 0;
+    Py_ssize_t plen = 0, pad = 0;
+    if (pg->has_payload) {
+        PyObject *p = SLOT(pkt, G.pkt_payload);
+        if (p == NULL || byte_buffer(p, &pay, 0) < 0)
+            return FALLBACK;
+        have_pay = 1;
+        plen = pay.len;
+        pad = -plen & G.pad_mask;
+    }
+    Py_ssize_t result = FALLBACK;
+    /* bth.pad / bth.tsh are rewritten unless both already hold the derived values */
+    PyObject *cur_pad = SLOT(bth, G.bth_pad), *cur_tsh = SLOT(bth, G.bth_tsh);
+    if (cur_pad == NULL || cur_tsh == NULL)
+        goto done;
+    int eq_pad = int_equals(cur_pad, pad), eq_tsh = int_equals(cur_tsh, pg->tsh);
+    if (eq_pad < 0 || eq_tsh < 0)
+        goto done;
+    Py_ssize_t hdr_end = start + pg->size;
+    Py_ssize_t end = hdr_end + plen + pad;
+    Py_ssize_t total = pg->ip_at >= 0 ? end + G.icrc_len : end;
+    if (start < 0 || total > out->len)
+        goto done;
+    Py_ssize_t ulen = pg->ip_at >= 0 ? total - (start + pg->ip_at) - G.ip_len : 0;
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        switch (op->src) {
+        case SRC_SLOT: {
+            PyObject *v = SLOT(objs[op->obj], op->slot);
+            if (v == NULL)
+                goto done;
+            if (op->kind == K_B) {
+                if (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) != op->size)
+                    goto done;
+                bytes_src[i] = PyBytes_AS_STRING(v);
+                vals[i] = 0;
+            } else {
+                if (!plain_int(v))
+                    goto done;
+                uint64_t x = PyLong_AsUnsignedLongLongMask(v);
+                if (x == (uint64_t)-1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    goto done;
+                }
+                vals[i] = x;
+            }
+            break;
+        }
+        case SRC_CONST: vals[i] = op->cval; break;
+        case SRC_ULEN: vals[i] = (uint64_t)ulen; break;
+        case SRC_PAD: vals[i] = (uint64_t)pad; break;
+        case SRC_TSH: vals[i] = (uint64_t)pg->tsh; break;
+        default: vals[i] = 0; break;
+        }
+    }
+    /* everything checked: side effects, then the bytes */
+    if (!(eq_pad && eq_tsh)) {
+        PyObject *np = PyLong_FromSsize_t(pad);
+        if (np == NULL) {
+            result = -1;
+            goto done;
+        }
+        Py_XSETREF(SLOT(bth, G.bth_pad), np);
+        Py_XSETREF(SLOT(bth, G.bth_tsh), Py_NewRef(pg->tsh ? Py_True : Py_False));
+    }
+    uint8_t *b = (uint8_t *)out->buf;
+    uint8_t *s = b + start;
+    memset(s, 0, (size_t)pg->size);
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        if (op->kind == K_B) {
+            if (op->src == SRC_SLOT)
+                memcpy(s + op->off, bytes_src[i], (size_t)op->size);
+        } else {
+            or_be(s + op->off, op->size, (vals[i] & width_mask(op->width)) << op->shift);
+        }
+    }
+    if (plen)
+        memmove(b + hdr_end, pay.buf, (size_t)plen);
+    if (pad)
+        memset(b + hdr_end + plen, 0, (size_t)pad);
+    if (pg->ip_at >= 0) {
+        uint32_t crc;
+        if (icrc(b, start + pg->ip_at, end, &crc) < 0) {
+            result = -1;
+            goto done;
+        }
+        for (int i = 0; i < 4; i++)
+            b[end + i] = (uint8_t)(crc >> (8 * i));
+    }
+    result = total;
+done:
+    if (have_pay)
+        PyBuffer_Release(&pay);
+    return result;
+}
+
+/* ------------------------------------------------------------------ decode */
+/* The memoryview payload slices come from: the input itself when it is a memoryview, else a
+ * view of it made once per call (its slices keep the input alive, as in the reference). */
+typedef struct {
+    PyObject *data;
+    PyObject *view; /* owned, lazily made */
+} Source;
+
+static PyObject *source_view(Source *src) {
+    if (src->view == NULL) {
+        if (PyMemoryView_Check(src->data))
+            src->view = Py_NewRef(src->data);
+        else
+            src->view = PyMemoryView_FromObject(src->data);
+    }
+    return src->view;
+}
+
+/* Decode one stack at b[start:limit] (caller: start + pg->size <= limit <= buffer length).
+ * Frames return (Frame, MrcPacket), packets the MrcPacket; a new reference, Py_NotImplemented
+ * (new reference) when the reference must run, NULL with an exception set. */
+static PyObject *run_decode(const Program *pg, Source *src, const uint8_t *b, Py_ssize_t start,
+                            Py_ssize_t limit, PyObject *eth_dst, PyObject *eth_src,
+                            PyObject *srv6, int verify) {
+    uint64_t vals[MAXOPS];
+    uint64_t reg[NREG] = {0};
+    const uint8_t *s = b + start;
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        if (op->kind == K_B) {
+            vals[i] = 0;
+            continue;
+        }
+        uint64_t v = (load_be(s + op->off, op->size) >> op->shift) & width_mask(op->width);
+        if (op->has_expect && v != op->expect)
+            Py_RETURN_NOTIMPLEMENTED;
+        if (op->reg >= 0)
+            reg[op->reg] = v;
+        vals[i] = v;
+    }
+    int frame_mode = pg->ip_at >= 0;
+    Py_ssize_t hdr_end = start + pg->size, end = limit;
+    int trimmed = 0;
+    if (frame_mode) {
+        Py_ssize_t ip_off = start + pg->ip_at;
+        Py_ssize_t ip_end = ip_off + G.ip_len + (Py_ssize_t)reg[R_PLEN];
+        if (ip_end > limit)
+            Py_RETURN_NOTIMPLEMENTED;
+        Py_ssize_t ulen = (Py_ssize_t)reg[R_ULEN];
+        end = ip_off + G.ip_len + ulen;
+        if (end > ip_end || ulen < G.udp_len || hdr_end > end)
+            Py_RETURN_NOTIMPLEMENTED;
+        trimmed = pg->has_payload && hdr_end == end;
+        if (!trimmed) {
+            if (end - hdr_end < G.icrc_len)
+                Py_RETURN_NOTIMPLEMENTED;
+            end -= G.icrc_len;
+            if (verify) {
+                uint32_t want;
+                if (icrc(b, ip_off, end, &want) < 0)
+                    return NULL;
+                if (want != le32(b + end))
+                    Py_RETURN_NOTIMPLEMENTED;
+            }
+        }
+    }
+    Py_ssize_t pay_lo = 0, pay_hi = 0;
+    int slice = 0;
+    if (!trimmed) {
+        if (pg->has_payload) {
+            Py_ssize_t pad = (Py_ssize_t)reg[R_PAD];
+            if (end - hdr_end < pad)
+                Py_RETURN_NOTIMPLEMENTED;
+            pay_lo = hdr_end;
+            pay_hi = end - pad;
+            slice = 1;
+        } else if (end != hdr_end) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    /* valid: build the objects */
+    PyObject *objs[MAXOBJ] = {NULL};
+    PyObject *result = NULL;
+    for (int i = frame_mode ? 0 : 1; i < pg->nobj; i++)
+        if ((objs[i] = new_object(pg->types[i])) == NULL)
+            goto fail;
+    PyObject *pkt = objs[1];
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        if (op->obj < 0)
+            continue;
+        PyObject *v;
+        uint64_t x = vals[i];
+        switch (op->kind) {
+        case K_B: v = PyBytes_FromStringAndSize((const char *)s + op->off, op->size); break;
+        case K_S: {
+            uint64_t half = (uint64_t)1 << (op->width - 1);
+            v = PyLong_FromLongLong((long long)((x ^ half) - half));
+            break;
+        }
+        case K_F: v = Py_NewRef(x ? Py_True : Py_False); break;
+        case K_O: v = Py_NewRef(pg->opcode); break;
+        default: v = PyLong_FromUnsignedLongLong(x); break;
+        }
+        if (v == NULL)
+            goto fail;
+        SLOT(objs[op->obj], op->slot) = v;
+    }
+    for (int i = 2; i < pg->nobj; i++)
+        SLOT(pkt, pg->pkt_slot[i]) = Py_NewRef(objs[i]);
+    for (int i = 0; i < pg->nnone; i++)
+        SLOT(pkt, pg->none_slot[i]) = Py_NewRef(Py_None);
+    PyObject *payload;
+    if (slice) {
+        PyObject *view = source_view(src);
+        payload = view == NULL ? NULL : PySequence_GetSlice(view, pay_lo, pay_hi);
+    } else {
+        payload = PyBytes_FromStringAndSize(NULL, 0);
+    }
+    if (payload == NULL)
+        goto fail;
+    SLOT(pkt, G.pkt_payload) = payload;
+    SLOT(pkt, G.pkt_trimmed) = Py_NewRef(trimmed ? Py_True : Py_False);
+    if (!frame_mode) {
+        result = Py_NewRef(pkt);
+        goto fail; /* releases the object references held in objs */
+    }
+    PyObject *frame = objs[0];
+    SLOT(frame, G.frame_srv6) = Py_NewRef(srv6);
+    if (pg->table == T_INNER) {
+        SLOT(frame, G.frame_eth_dst) = Py_NewRef(eth_dst);
+        SLOT(frame, G.frame_eth_src) = Py_NewRef(eth_src);
+    }
+    result = PyTuple_Pack(2, frame, pkt);
+fail:
+    for (int i = 0; i < MAXOBJ; i++)
+        Py_XDECREF(objs[i]);
+    return result;
+}
+
+/* ------------------------------------------------------------------ public functions */
+static PyObject *forward(int f, int strict, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    if (strict || G.ref[f] == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    G.falls[f]++;
+    return PyObject_Vectorcall(G.ref[f], args, (size_t)nargs, kwnames);
+}
+
+static inline int stack_key(const uint8_t *bth) {
+    return (bth[G.opcode_byte] << 1) | ((bth[G.tsh_byte] & G.tsh_mask) != 0);
+}
+
+/* Key of the packet to encode, or -1 (reference). */
+static int encode_key(PyObject *pkt, PyObject **bth_out) {
+    if (Py_TYPE(pkt) != G.pkt_t)
+        return -1;
+    PyObject *bth = SLOT(pkt, G.pkt_bth), *tseth = SLOT(pkt, G.pkt_tseth);
+    if (bth == NULL || tseth == NULL || Py_TYPE(bth) != G.bth_t)
+        return -1;
+    PyObject *op = SLOT(bth, G.bth_opcode);
+    if (op == NULL || !plain_int(op))
+        return -1;
+    int overflow = 0;
+    long v = PyLong_AsLongAndOverflow(op, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (overflow || v < 0 || v > 255)
+        return -1;
+    *bth_out = bth;
+    return (int)((v << 1) | (tseth != Py_None));
+}
+
+static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                   int strict) {
+    PyObject *bth;
+    Py_ssize_t offset = 0;
+    if (!G.ready || kwnames != NULL || nargs < 3 || nargs > 4)
+        goto fwd;
+    if (nargs == 4 && (ssize_arg(args[3], &offset) < 0 || offset < 0))
+        goto fwd;
+    PyObject *frame = args[0], *pkt = args[1];
+    if (Py_TYPE(frame) != G.frame_t)
+        goto fwd;
+    int key = encode_key(pkt, &bth);
+    if (key < 0)
+        goto fwd;
+    PyObject *srv6 = SLOT(frame, G.frame_srv6);
+    if (srv6 == NULL)
+        goto fwd;
+    const Program *pg;
+    Py_ssize_t start = offset;
+    if (srv6 == Py_None) {
+        pg = G.tables[T_ETH][key];
+    } else {
+        if (Py_TYPE(srv6) != G.srv6_t)
+            goto fwd;
+        PyObject *segs = SLOT(srv6, G.srv6_segments);
+        if (segs == NULL || !PyTuple_CheckExact(segs))
+            goto fwd;
+        Py_ssize_t nseg = PyTuple_GET_SIZE(segs);
+        start += G.eth_len + G.ip_len + (nseg ? G.srh_len + G.seg_len * nseg : 0);
+        pg = G.tables[T_INNER][key];
+    }
+    if (pg == NULL)
+        goto fwd;
+    Py_buffer out;
+    if (byte_buffer(args[2], &out, 1) < 0)
+        goto fwd;
+    Py_ssize_t total = run_encode(pg, frame, pkt, &out, start);
+    PyBuffer_Release(&out);
+    if (total == FALLBACK)
+        goto fwd;
+    if (total < 0)
+        return NULL;
+    if (srv6 != Py_None) { /* outer Ethernet + IPv6 (+ SRH): the reference's own helper */
+        PyObject *off = PyLong_FromSsize_t(offset), *tot = PyLong_FromSsize_t(total);
+        PyObject *res = NULL;
+        if (off != NULL && tot != NULL) {
+            PyObject *targs[4] = {frame, args[2], off, tot};
+            res = PyObject_Vectorcall(G.srv6_tail, targs, 4, NULL);
+        }
+        Py_XDECREF(off);
+        Py_XDECREF(tot);
+        if (res == NULL)
+            return NULL;
+        Py_DECREF(res);
+    }
+    G.hits[F_ENCODE_FRAME]++;
+    return PyLong_FromSsize_t(total - offset);
+fwd:
+    return forward(F_ENCODE_FRAME, strict, args, nargs, kwnames);
+}
+
+static PyObject *encode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                    int strict) {
+    PyObject *bth;
+    Py_ssize_t offset = 0;
+    if (!G.ready || kwnames != NULL || nargs < 2 || nargs > 3)
+        goto fwd;
+    if (nargs == 3 && (ssize_arg(args[2], &offset) < 0 || offset < 0))
+        goto fwd;
+    int key = encode_key(args[0], &bth);
+    if (key < 0 || G.tables[T_PACKET][key] == NULL)
+        goto fwd;
+    Py_buffer out;
+    if (byte_buffer(args[1], &out, 1) < 0)
+        goto fwd;
+    Py_ssize_t end = run_encode(G.tables[T_PACKET][key], NULL, args[0], &out, offset);
+    PyBuffer_Release(&out);
+    if (end == FALLBACK)
+        goto fwd;
+    if (end < 0)
+        return NULL;
+    G.hits[F_ENCODE_PACKET]++;
+    return PyLong_FromSsize_t(end);
+fwd:
+    return forward(F_ENCODE_PACKET, strict, args, nargs, kwnames);
+}
+
+/* SRv6: the reference's helper parses the outer IPv6 (+ SRH) and raises its errors; the inner
+ * stack is decoded here. Returns like run_decode. */
+static PyObject *decode_srv6(Source *src, const uint8_t *b, Py_ssize_t n, int verify) {
+    PyObject *view = source_view(src);
+    if (view == NULL)
+        return NULL;
+    PyObject *nobj = PyLong_FromSsize_t(n);
+    if (nobj == NULL)
+        return NULL;
+    PyObject *hargs[2] = {view, nobj};
+    PyObject *outer = PyObject_Vectorcall(G.srv6_outer, hargs, 2, NULL);
+    Py_DECREF(nobj);
+    if (outer == NULL)
+        return NULL;
+    PyObject *r = NULL;
+    Py_ssize_t ip_off, limit;
+    if (!PyTuple_CheckExact(outer) || PyTuple_GET_SIZE(outer) != 5 ||
+        ssize_arg(PyTuple_GET_ITEM(outer, 3), &ip_off) < 0 ||
+        ssize_arg(PyTuple_GET_ITEM(outer, 4), &limit) < 0 || ip_off < 0 || limit > n ||
+        ip_off > limit) {
+        r = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    Py_ssize_t bo = ip_off + G.ip_len + G.udp_len;
+    if (limit - bo < G.bth_len) {
+        r = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    const Program *pg = G.tables[T_INNER][stack_key(b + bo)];
+    if (pg == NULL || ip_off + pg->size > limit) {
+        r = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    r = run_decode(pg, src, b, ip_off, limit, PyTuple_GET_ITEM(outer, 0),
+                   PyTuple_GET_ITEM(outer, 1), PyTuple_GET_ITEM(outer, 2), verify);
+done:
+    Py_DECREF(outer);
+    return r;
+}
+
+static PyObject *decode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                   int strict) {
+    int verify = 1;
+    if (!G.ready || nargs != 1)
+        goto fwd;
+    if (kwnames != NULL) {
+        if (PyTuple_GET_SIZE(kwnames) != 1)
+            goto fwd;
+        PyObject *name = PyTuple_GET_ITEM(kwnames, 0);
+        if (!PyUnicode_Check(name) || PyUnicode_CompareWithASCIIString(name, "verify_icrc") != 0 ||
+            !PyBool_Check(args[1]))
+            goto fwd;
+        verify = args[1] == Py_True;
+    }
+    Py_buffer in;
+    if (byte_buffer(args[0], &in, 0) < 0)
+        goto fwd;
+    Source src = {args[0], NULL};
+    const uint8_t *b = (const uint8_t *)in.buf;
+    Py_ssize_t n = in.len;
+    PyObject *r = Py_NewRef(Py_NotImplemented);
+    if (n >= G.eth_len + G.ip_len) {
+        Py_ssize_t nh = b[G.eth_len + G.ip_nh_byte];
+        Py_ssize_t bo = G.eth_len + G.ip_len + G.udp_len;
+        if (nh == G.proto_udp && n >= bo + G.bth_len) {
+            const Program *pg = G.tables[T_ETH][stack_key(b + bo)];
+            if (pg != NULL && pg->size <= n) {
+                Py_DECREF(r);
+                r = run_decode(pg, &src, b, 0, n, NULL, NULL, Py_None, verify);
+            }
+        } else if (nh == G.proto_ipv6 || nh == G.proto_routing) {
+            Py_DECREF(r);
+            r = decode_srv6(&src, b, n, verify);
+        }
+    }
+    PyBuffer_Release(&in);
+    Py_XDECREF(src.view);
+    if (r != Py_NotImplemented) {
+        if (r != NULL)
+            G.hits[F_DECODE_FRAME]++;
+        return r;
+    }
+    Py_DECREF(r);
+fwd:
+    return forward(F_DECODE_FRAME, strict, args, nargs, kwnames);
+}
+
+static PyObject *decode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                                    int strict) {
+    Py_ssize_t offset = 0, end = -1;
+    int end_given = 0;
+    if (!G.ready || kwnames != NULL || nargs < 1 || nargs > 3)
+        goto fwd;
+    if (nargs >= 2 && ssize_arg(args[1], &offset) < 0)
+        goto fwd;
+    if (nargs == 3 && args[2] != Py_None) {
+        if (ssize_arg(args[2], &end) < 0)
+            goto fwd;
+        end_given = 1;
+    }
+    Py_buffer in;
+    if (byte_buffer(args[0], &in, 0) < 0)
+        goto fwd;
+    Source src = {args[0], NULL};
+    const uint8_t *b = (const uint8_t *)in.buf;
+    Py_ssize_t n = in.len;
+    if (!end_given || end > n)
+        end = n;
+    PyObject *r = Py_NewRef(Py_NotImplemented);
+    if (offset >= 0 && end >= 0 && end - offset >= G.bth_len) {
+        const Program *pg = G.tables[T_PACKET][stack_key(b + offset)];
+        if (pg != NULL && offset + pg->size <= end) {
+            Py_DECREF(r);
+            r = run_decode(pg, &src, b, offset, end, NULL, NULL, Py_None, 0);
+        }
+    }
+    PyBuffer_Release(&in);
+    Py_XDECREF(src.view);
+    if (r != Py_NotImplemented) {
+        if (r != NULL)
+            G.hits[F_DECODE_PACKET]++;
+        return r;
+    }
+    Py_DECREF(r);
+fwd:
+    return forward(F_DECODE_PACKET, strict, args, nargs, kwnames);
+}
+
+#define ENTRY(name, strict)                                                                   \
+    static PyObject *fw_##name##_##strict(PyObject *self, PyObject *const *args,             \
+                                          Py_ssize_t nargs, PyObject *kwnames) {             \
+        return name##_impl(args, nargs, kwnames, strict);                                    \
+    }
+ENTRY(encode_frame, 0)
+ENTRY(encode_frame, 1)
+ENTRY(decode_frame, 0)
+ENTRY(decode_frame, 1)
+ENTRY(encode_packet, 0)
+ENTRY(encode_packet, 1)
+ENTRY(decode_packet, 0)
+ENTRY(decode_packet, 1)
+
+/* ------------------------------------------------------------------ configuration */
+static PyObject *cfg_get(PyObject *d, const char *k) {
+    PyObject *v = PyDict_GetItemString(d, k); /* borrowed */
+    if (v == NULL && !PyErr_Occurred())
+        PyErr_Format(PyExc_KeyError, "_fastwire.configure: missing %s", k);
+    return v;
+}
+
+static int cfg_size(PyObject *d, const char *k, Py_ssize_t *out) {
+    PyObject *v = cfg_get(d, k);
+    if (v == NULL)
+        return -1;
+    Py_ssize_t x = PyLong_AsSsize_t(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (x < 0 || x > 65535) {
+        PyErr_Format(PyExc_ValueError, "_fastwire.configure: %s out of range", k);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int cfg_type(PyObject *d, const char *k, PyTypeObject **out) {
+    PyObject *v = cfg_get(d, k);
+    if (v == NULL)
+        return -1;
+    if (!PyType_Check(v) || !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        ((PyTypeObject *)v)->tp_itemsize != 0) {
+        PyErr_Format(PyExc_TypeError, "_fastwire.configure: %s must be a slots class", k);
+        return -1;
+    }
+    Py_XSETREF(*out, (PyTypeObject *)Py_NewRef(v));
+    return 0;
+}
+
+static int cfg_callable(PyObject *d, const char *k, PyObject **out) {
+    PyObject *v = cfg_get(d, k);
+    if (v == NULL)
+        return -1;
+    if (!PyCallable_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "_fastwire.configure: %s must be callable", k);
+        return -1;
+    }
+    Py_XSETREF(*out, Py_NewRef(v));
+    return 0;
+}
+
+/* Offset of the writable object slot `name` of t (a slots class), or -1 with ValueError. */
+static Py_ssize_t member_offset(PyTypeObject *t, const char *name) {
+    for (PyMemberDef *m = t->tp_members; name != NULL && m != NULL && m->name != NULL; m++) {
+        if (strcmp(m->name, name) != 0)
+            continue;
+        if (m->type == T_OBJECT_EX && !(m->flags & READONLY) &&
+            m->offset >= (Py_ssize_t)sizeof(PyObject) &&
+            m->offset + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize)
+            return m->offset;
+        break;
+    }
+    PyErr_Format(PyExc_ValueError, "_fastwire: %s has no object slot %s", t->tp_name,
+                 name ? name : "(none)");
+    return -1;
+}
+
+static void free_program(Program *pg) {
+    if (pg == NULL)
+        return;
+    Py_XDECREF(pg->opcode);
+    for (int i = 0; i < MAXOBJ; i++)
+        Py_XDECREF(pg->types[i]);
+    PyMem_Free(pg);
+}
+
+static void clear_tables(void) {
+    for (int t = 0; t < NTABLE; t++)
+        for (int k = 0; k < NKEYS; k++) {
+            free_program(G.tables[t][k]);
+            G.tables[t][k] = NULL;
+        }
+}
+
+#define BAD(...)                                                                              \
+    do {                                                                                      \
+        PyErr_Format(PyExc_ValueError, "_fastwire program: " __VA_ARGS__);                    \
+        goto fail;                                                                            \
+    } while (0)
+
+static int parse_op(Program *pg, PyObject *t, Op *op) {
+    const char *slot = NULL;
+    unsigned long long cval = 0;
+    long long expect = -1;
+    if (!PyTuple_Check(t) ||
+        !PyArg_ParseTuple(t, "niiiiiziKLi", &op->off, &op->size, &op->shift, &op->width,
+                          &op->kind, &op->obj, &slot, &op->src, &cval, &expect, &op->reg)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_fastwire program: an op must be a tuple");
+        return -1;
+    }
+    op->cval = cval;
+    op->has_expect = expect >= 0;
+    op->expect = (uint64_t)expect;
+    op->slot = 0;
+    if (op->kind < 0 || op->kind >= K_COUNT || op->src < 0 || op->src >= SRC_COUNT ||
+        op->reg < -1 || op->reg >= NREG || op->obj < -1 || op->obj >= pg->nobj)
+        BAD("op codes out of range");
+    if (op->width < 1 || (op->kind != K_B && op->width > 64))
+        BAD("bad width %d", op->width);
+    if (op->kind == K_B) {
+        if (op->shift != 0 || op->size < 1 || op->size > 64 || op->size * 8 != op->width ||
+            op->src != SRC_SLOT || op->has_expect || op->reg >= 0)
+            BAD("bad byte field");
+    } else if (!(op->size == 1 || op->size == 2 || op->size == 4 || op->size == 8) ||
+               op->shift < 0 || op->shift + op->width > op->size * 8) {
+        BAD("bad word");
+    }
+    if (op->off < 0 || op->off + op->size > pg->size)
+        BAD("field outside the stack");
+    if (op->kind == K_O && pg->opcode == NULL)
+        BAD("no opcode member");
+    if (pg->table == T_PACKET && (op->obj == 0 || op->src == SRC_ULEN))
+        BAD("packet stacks have no frame");
+    if (op->obj >= 0) {
+        op->slot = member_offset(pg->types[op->obj], slot);
+        if (op->slot < 0)
+            return -1;
+    } else if (slot != NULL || op->src == SRC_SLOT) {
+        BAD("slot without object");
+    }
+    return 0;
+fail:
+    return -1;
+}
+
+static Program *parse_program(PyObject *t) {
+    Program *pg = PyMem_Calloc(1, sizeof(Program));
+    if (pg == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    PyObject *opcode, *objects, *nones, *ops;
+    int key;
+    if (!PyTuple_Check(t) ||
+        !PyArg_ParseTuple(t, "iiinniOOOO", &pg->table, &key, &pg->tsh, &pg->size, &pg->ip_at,
+                          &pg->has_payload, &opcode, &objects, &nones, &ops)) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_fastwire: a program must be a tuple");
+        goto fail;
+    }
+    pg->opcode = Py_NewRef(opcode);
+    if (pg->table < 0 || pg->table >= NTABLE || key < 0 || key >= NKEYS || (pg->tsh & ~1) ||
+        pg->size < 1 || pg->size > 4096)
+        BAD("bad table, key or size");
+    if (pg->table == T_PACKET ? pg->ip_at != -1
+                              : (pg->ip_at < 0 || pg->ip_at + G.mask_len > pg->size))
+        BAD("bad IPv6 offset");
+    if (!PyTuple_Check(objects) || PyTuple_GET_SIZE(objects) < 1 ||
+        PyTuple_GET_SIZE(objects) > MAXOBJ - OBJ_BTH)
+        BAD("bad objects");
+    pg->nobj = OBJ_BTH + (int)PyTuple_GET_SIZE(objects);
+    pg->types[0] = (PyTypeObject *)Py_NewRef(G.frame_t);
+    pg->types[1] = (PyTypeObject *)Py_NewRef(G.pkt_t);
+    for (int i = OBJ_BTH; i < pg->nobj; i++) {
+        PyObject *o = PyTuple_GET_ITEM(objects, i - OBJ_BTH);
+        PyObject *cls;
+        const char *name;
+        if (!PyTuple_Check(o) || !PyArg_ParseTuple(o, "Os", &cls, &name))
+            BAD("bad object entry");
+        if (!PyType_Check(cls) || !(((PyTypeObject *)cls)->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+            ((PyTypeObject *)cls)->tp_itemsize != 0)
+            BAD("object class must be a slots class");
+        pg->types[i] = (PyTypeObject *)Py_NewRef(cls);
+        if ((pg->pkt_slot[i] = member_offset(G.pkt_t, name)) < 0)
+            goto fail;
+    }
+    if (pg->types[OBJ_BTH] != G.bth_t || pg->pkt_slot[OBJ_BTH] != G.pkt_bth)
+        BAD("object 2 must be the BTH");
+    if (!PyTuple_Check(nones) || PyTuple_GET_SIZE(nones) > MAXNONE)
+        BAD("bad none slots");
+    pg->nnone = (int)PyTuple_GET_SIZE(nones);
+    for (int i = 0; i < pg->nnone; i++) {
+        PyObject *s = PyTuple_GET_ITEM(nones, i);
+        const char *name = PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : NULL;
+        if (name == NULL)
+            BAD("bad none slot");
+        if ((pg->none_slot[i] = member_offset(G.pkt_t, name)) < 0)
+            goto fail;
+    }
+    if (!PyTuple_Check(ops) || PyTuple_GET_SIZE(ops) > MAXOPS)
+        BAD("bad ops");
+    pg->nops = (int)PyTuple_GET_SIZE(ops);
+    for (int i = 0; i < pg->nops; i++) {
+        if (parse_op(pg, PyTuple_GET_ITEM(ops, i), &pg->ops[i]) < 0)
+            goto fail;
+        for (int j = 0; j < i; j++) /* each slot is stored once (no leaked references) */
+            if (pg->ops[i].obj >= 0 && pg->ops[j].obj == pg->ops[i].obj &&
+                pg->ops[j].slot == pg->ops[i].slot)
+                BAD("slot stored twice");
+    }
+    if (G.tables[pg->table][key] != NULL)
+        BAD("duplicate program");
+    G.tables[pg->table][key] = pg;
+    return pg;
+fail:
+    free_program(pg);
+    return NULL;
+}
+
+static PyObject *fw_configure(PyObject *self, PyObject *d) {
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "configure() takes a dict");
+        return NULL;
+    }
+    G.ready = 0;
+    clear_tables();
+    static const char *refs[NFUNC] = {"encode_frame", "decode_frame", "encode_packet",
+                                      "decode_packet"};
+    for (int i = 0; i < NFUNC; i++)
+        if (cfg_callable(d, refs[i], &G.ref[i]) < 0)
+            return NULL;
+    if (cfg_callable(d, "srv6_outer", &G.srv6_outer) < 0 ||
+        cfg_callable(d, "srv6_tail", &G.srv6_tail) < 0 || cfg_callable(d, "crc32", &G.crc32) < 0)
+        return NULL;
+    if (cfg_type(d, "frame", &G.frame_t) < 0 || cfg_type(d, "packet", &G.pkt_t) < 0 ||
+        cfg_type(d, "bth", &G.bth_t) < 0 || cfg_type(d, "srv6", &G.srv6_t) < 0)
+        return NULL;
+    struct {
+        const char *name;
+        Py_ssize_t *out;
+    } sizes[] = {
+        {"opcode_byte", &G.opcode_byte}, {"tsh_byte", &G.tsh_byte},
+        {"tsh_mask", &G.tsh_mask},       {"bth_len", &G.bth_len},
+        {"eth_len", &G.eth_len},         {"ip_len", &G.ip_len},
+        {"ip_nh_byte", &G.ip_nh_byte},   {"udp_len", &G.udp_len},
+        {"srh_len", &G.srh_len},         {"seg_len", &G.seg_len},
+        {"icrc_len", &G.icrc_len},       {"pad_mask", &G.pad_mask},
+        {"proto_udp", &G.proto_udp},     {"proto_ipv6", &G.proto_ipv6},
+        {"proto_routing", &G.proto_routing},
+    };
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        if (cfg_size(d, sizes[i].name, sizes[i].out) < 0)
+            return NULL;
+    if (G.opcode_byte >= G.bth_len || G.tsh_byte >= G.bth_len || G.tsh_mask > 255 ||
+        G.ip_nh_byte >= G.ip_len || G.icrc_len != 4 || G.pad_mask > 255) {
+        PyErr_SetString(PyExc_ValueError, "_fastwire.configure: inconsistent sizes");
+        return NULL;
+    }
+    PyObject *seed = cfg_get(d, "seed"), *mask = cfg_get(d, "mask");
+    if (seed == NULL || mask == NULL)
+        return NULL;
+    unsigned long s = PyLong_AsUnsignedLong(seed);
+    if (s == (unsigned long)-1 && PyErr_Occurred())
+        return NULL;
+    G.seed = (uint32_t)s;
+    if (!PyBytes_Check(mask) || PyBytes_GET_SIZE(mask) > MAXMASK ||
+        PyBytes_GET_SIZE(mask) != G.ip_len + G.udp_len + G.bth_len) {
+        PyErr_SetString(PyExc_ValueError, "_fastwire.configure: mask must cover IPv6+UDP+BTH");
+        return NULL;
+    }
+    G.mask_len = PyBytes_GET_SIZE(mask);
+    memcpy(G.mask, PyBytes_AS_STRING(mask), (size_t)G.mask_len);
+    if ((G.pkt_payload = member_offset(G.pkt_t, "payload")) < 0 ||
+        (G.pkt_trimmed = member_offset(G.pkt_t, "trimmed")) < 0 ||
+        (G.pkt_bth = member_offset(G.pkt_t, "bth")) < 0 ||
+        (G.pkt_tseth = member_offset(G.pkt_t, "tseth")) < 0 ||
+        (G.bth_pad = member_offset(G.bth_t, "pad")) < 0 ||
+        (G.bth_tsh = member_offset(G.bth_t, "tsh")) < 0 ||
+        (G.bth_opcode = member_offset(G.bth_t, "opcode")) < 0 ||
+        (G.frame_srv6 = member_offset(G.frame_t, "srv6")) < 0 ||
+        (G.frame_eth_dst = member_offset(G.frame_t, "eth_dst")) < 0 ||
+        (G.frame_eth_src = member_offset(G.frame_t, "eth_src")) < 0 ||
+        (G.srv6_segments = member_offset(G.srv6_t, "segments")) < 0)
+        return NULL;
+    PyObject *progs = cfg_get(d, "programs");
+    if (progs == NULL)
+        return NULL;
+    PyObject *seq = PySequence_Fast(progs, "_fastwire.configure: programs must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++)
+        if (parse_program(PySequence_Fast_GET_ITEM(seq, i)) == NULL) {
+            Py_DECREF(seq);
+            clear_tables();
+            return NULL;
+        }
+    Py_DECREF(seq);
+    memset(G.hits, 0, sizeof(G.hits));
+    memset(G.falls, 0, sizeof(G.falls));
+    G.ready = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *fw_stats(PyObject *self, PyObject *unused) {
+    static const char *names[NFUNC] = {"encode_frame", "decode_frame", "encode_packet",
+                                       "decode_packet"};
+    PyObject *d = PyDict_New();
+    if (d == NULL)
+        return NULL;
+    for (int i = 0; i < NFUNC; i++) {
+        PyObject *v = Py_BuildValue("(KK)", G.hits[i], G.falls[i]);
+        if (v == NULL || PyDict_SetItemString(d, names[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyObject *fw_crc32(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    unsigned int start = 0;
+    if (!PyArg_ParseTuple(args, "y*|I", &data, &start))
+        return NULL;
+    uint32_t crc = crc_update(start, (const uint8_t *)data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+#define FAST(name, doc)                                                                       \
+    {#name, (PyCFunction)(void (*)(void))fw_##name##_0, METH_FASTCALL | METH_KEYWORDS, doc},  \
+    {"try_" #name, (PyCFunction)(void (*)(void))fw_##name##_1, METH_FASTCALL | METH_KEYWORDS, \
+     "Like " #name " but NotImplemented instead of running the Python reference."}
+
+static PyMethodDef methods[] = {
+    FAST(encode_frame, "encode_frame(frame, pkt, buf, offset=0) -> bytes written (C fast path)."),
+    FAST(decode_frame, "decode_frame(data, *, verify_icrc=True) -> (Frame, MrcPacket) (C fast path)."),
+    FAST(encode_packet, "encode_packet(pkt, buf, offset=0) -> end offset (C fast path)."),
+    FAST(decode_packet, "decode_packet(data, offset=0, end=None) -> MrcPacket (C fast path)."),
+    {"configure", fw_configure, METH_O, "Install the stack programs (hosts/wire/fastpath.py)."},
+    {"stats", fw_stats, METH_NOARGS, "{function: (handled in C, handed to Python)}."},
+    {"crc32", fw_crc32, METH_VARARGS, "crc32(data, value=0): the table CRC-32 used for headers."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_fastwire",
+    "C fast path of the MRC wire codec (table-driven; see hosts/wire/fastpath.py).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastwire(void) {
+    crc_init();
+    return PyModule_Create(&moduledef);
+}

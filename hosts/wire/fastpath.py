@@ -1,0 +1,214 @@
+"""Optional C fast path of the codec: compiles the stack plans into tables for _fastwire.c.
+
+The C extension (``hosts/wire/_fastwire.c``, built by common/cext.py) is a small table-driven
+interpreter: it knows no header layout. This module hands it, at import, one *program* per
+header stack (frame with Ethernet, SRv6 inner stack, MRC-only packet; per opcode and TSETH
+presence), made from the same ``compile.plan_stack`` plans the Python generator uses. A
+program is a list of field operations (word offset and size in the stack, shift, width, kind,
+which object and slot holds the value, where an encoded value comes from, what a decoded value
+must equal, which length register it feeds), the classes to instantiate and the slots of
+MrcPacket left None. The C functions handle the valid common case and give everything else
+(bad lengths, unknown opcodes, wrong types, bad ICRC, SRv6 outer-header errors, unusual
+arguments) to the Python reference, so errors and edge cases are the reference's by
+construction. ``install`` returns None when the extension is unbuilt or MRCNET_PURE_PYTHON=1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from types import ModuleType
+from typing import Any
+
+from common import cext
+from hosts.wire import icrc
+from hosts.wire import layout as L
+from hosts.wire.compile import field_shift, plan_stack
+from hosts.wire.enums import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
+from hosts.wire.headers import Bth
+from hosts.wire.packet import Frame, MrcPacket, Srv6Outer
+from hosts.wire.stacks import (
+    FRAME_FIELDS,
+    FRAME_SOURCE,
+    HEADER_CLASSES,
+    STACK_KEYS,
+    frame_parts,
+    packet_parts,
+)
+
+MODULE = "hosts.wire._fastwire"
+
+# Tables (C: T_ETH, T_INNER, T_PACKET) and object indices of a program.
+TABLE_ETH, TABLE_INNER, TABLE_PACKET = 0, 1, 2
+OBJ_FRAME, OBJ_PKT, OBJ_BTH = 0, 1, 2
+# Field kinds (C: K_*): layout kinds plus "o", the opcode (decoded as the Opcode member).
+KINDS = {"u": 0, "s": 1, "f": 2, "b": 3, "o": 4}
+# Where an encoded value comes from (C: SRC_*).
+SRC_NONE, SRC_SLOT, SRC_CONST, SRC_ULEN, SRC_PAD, SRC_TSH = range(6)
+# Length registers filled while decoding (C: R_*).
+R_ULEN, R_PLEN, R_PAD = range(3)
+
+DECODE_EXPECT = {  # values the Python decoder checks (stacks.Stack.decode); else: fall back
+    "eth.ethertype": L.ETHERTYPE_IPV6,
+    "ip.version": 6,
+    "ip.next_header": L.IPPROTO_UDP,
+    "udp.dport": ROCEV2_UDP_PORT,
+}
+DECODE_REGISTER = {"ip.payload_len": R_PLEN, "udp.length": R_ULEN, "bth.pad": R_PAD}
+_FRAME_SLOT = {q: slot for slot, q in FRAME_FIELDS.items()}
+
+Op = tuple[int, int, int, int, int, int, str | None, int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Program:
+    """One stack as C executes it (see ``as_tuple`` for the order C parses)."""
+
+    table: int
+    key: int
+    tsh: bool
+    size: int
+    ip_at: int  # IPv6 header offset in the stack; -1 for MRC-only stacks
+    has_payload: bool
+    opcode: Opcode
+    objects: tuple[tuple[type, str], ...]  # (class, MrcPacket slot) of objects 2, 3, ...
+    none_slots: tuple[str, ...]  # MrcPacket slots a decoded packet sets to None
+    ops: tuple[Op, ...]
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        return (
+            self.table, self.key, int(self.tsh), self.size, self.ip_at, int(self.has_payload),
+            self.opcode, self.objects, self.none_slots, self.ops,
+        )  # fmt: skip
+
+
+def build_program(table: int, op: Opcode, tsh: bool) -> Program:
+    """Translate the plan of one stack into field operations (no bit position is chosen here)."""
+    if table == TABLE_PACKET:
+        attrs, parts = packet_parts(op, tsh)
+    else:
+        attrs, parts = frame_parts(op, tsh, table == TABLE_ETH)
+    plan = plan_stack(parts)
+    index = {"bth": OBJ_BTH, **{a: OBJ_BTH + 1 + i for i, a in enumerate(attrs)}}
+    ops: list[Op] = []
+    decoded: set[tuple[int, str]] = set()
+    for w in plan.words:
+        for q, f in w.fields:
+            prefix, name = q.split(".", 1)
+            obj, slot, src, const = -1, None, SRC_NONE, 0
+            if prefix in index:
+                obj, slot, src = index[prefix], name, SRC_SLOT
+                if q == "bth.pad":
+                    src = SRC_PAD
+                elif q == "bth.tsh":
+                    src = SRC_TSH
+            else:
+                source = FRAME_SOURCE[q]
+                if source == "ulen":
+                    src = SRC_ULEN
+                elif source.isdigit():
+                    src, const = SRC_CONST, int(source)
+                elif source.startswith("frame."):
+                    src = SRC_SLOT
+                else:
+                    raise ValueError(f"{q}: no encoding source {source!r}")
+                if q in _FRAME_SLOT:  # decoded into the Frame
+                    obj, slot = OBJ_FRAME, _FRAME_SLOT[q]
+                    if src == SRC_SLOT and source != f"frame.{slot}":
+                        raise ValueError(f"{q}: encoded from {source}, decoded into {slot}")
+            if obj >= 0 and slot is not None:
+                decoded.add((obj, slot))
+            kind = "o" if q == "bth.opcode" else f.kind
+            ops.append(
+                (
+                    w.start, w.size, field_shift(w, f), f.width, KINDS[kind], obj, slot, src,
+                    const, DECODE_EXPECT.get(q, -1), DECODE_REGISTER.get(q, -1),
+                )
+            )  # fmt: skip
+    objects = ((Bth, "bth"), *((HEADER_CLASSES[a], a) for a in attrs))
+    _check_coverage(table, objects, decoded)
+    none_slots = tuple(
+        f.name
+        for f in dataclass_fields(MrcPacket)
+        if f.name not in ("bth", "payload", "trimmed", *attrs)
+    )
+    ip_at = -1 if table == TABLE_PACKET else (L.ETH.size if table == TABLE_ETH else 0)
+    return Program(
+        table, (int(op) << 1) | tsh, tsh, plan.size, ip_at, op in L.PAYLOAD_OPCODES, op,
+        objects, none_slots, tuple(ops),
+    )  # fmt: skip
+
+
+def _check_coverage(
+    table: int, objects: tuple[tuple[type, str], ...], decoded: set[tuple[int, str]]
+) -> None:
+    """Every slot of every decoded object is set by exactly the program or by C's fixed stores."""
+    want = set()
+    if table != TABLE_PACKET:
+        fixed = {"srv6"} | ({"eth_dst", "eth_src"} if table == TABLE_INNER else set())
+        want |= {(OBJ_FRAME, f.name) for f in dataclass_fields(Frame) if f.name not in fixed}
+    for i, (cls, _slot) in enumerate(objects):
+        want |= {(OBJ_BTH + i, f.name) for f in dataclass_fields(cls)}
+    if decoded != want:
+        raise ValueError(f"program slots differ: missing {want - decoded}, extra {decoded - want}")
+
+
+def programs() -> list[Program]:
+    """Every stack of every table."""
+    return [
+        build_program(table, op, tsh)
+        for table in (TABLE_ETH, TABLE_INNER, TABLE_PACKET)
+        for op, tsh in STACK_KEYS.values()
+    ]
+
+
+def config(references: dict[str, Callable[..., Any]]) -> dict[str, Any]:
+    """Everything C needs: classes, sizes and offsets from the layouts, ICRC, references."""
+    tsh = L.BTH.field("tsh")
+    opcode = L.BTH.field("opcode")
+    if tsh.width != 1 or opcode.width != 8 or opcode.bit != 7:
+        raise ValueError("the stack key needs a 1-bit tsh and a byte-aligned 8-bit opcode")
+    return {
+        "frame": Frame,
+        "packet": MrcPacket,
+        "bth": Bth,
+        "srv6": Srv6Outer,
+        "opcode_byte": opcode.byte,
+        "tsh_byte": tsh.byte,
+        "tsh_mask": 1 << tsh.bit,
+        "bth_len": L.BTH.size,
+        "eth_len": L.ETH.size,
+        "ip_len": L.IPV6.size,
+        "ip_nh_byte": L.IPV6.field("next_header").byte,
+        "udp_len": L.UDP.size,
+        "srh_len": L.SRH.size,
+        "seg_len": 16,
+        "icrc_len": ICRC_LEN,
+        "pad_mask": 3,
+        "proto_udp": L.IPPROTO_UDP,
+        "proto_ipv6": L.IPPROTO_IPV6,
+        "proto_routing": L.IPPROTO_ROUTING,
+        "crc32": icrc.crc32,
+        "seed": icrc.ICRC_SEED,
+        "mask": icrc.ICRC_MASK.to_bytes(icrc.ICRC_MASK_LEN, "big"),
+        "programs": [p.as_tuple() for p in programs()],
+        **references,
+    }
+
+
+def install(references: dict[str, Callable[..., Any]]) -> ModuleType | None:
+    """Load and configure the extension; None (reason in ``why_missing``) for pure Python.
+
+    ``references`` are the Python functions C falls back to: encode_frame, decode_frame,
+    encode_packet, decode_packet, and the SRv6 outer-header helpers srv6_outer, srv6_tail.
+    """
+    mod = cext.load(MODULE)
+    if mod is None:
+        return None
+    mod.configure(config(references))
+    return mod
+
+
+def why_missing() -> str:
+    return cext.why_missing(MODULE)
