@@ -48,10 +48,14 @@ def _drain(rx: pktio.RxBuffers, sock: socket.socket) -> None:
         pass
 
 
-def run_inside(a: str, b: str, frames: int, batch: int, repeat: int) -> dict[str, Any]:
+def run_inside(
+    a: str, b: str, frames: int, batch: int, repeat: int, slot: int = 9216
+) -> dict[str, Any]:
     """The measurement, run in the namespace that holds the veth pair a <-> b."""
     sa, sb = _open(a), _open(b)
-    out: dict[str, Any] = {"frame_bytes": FRAME_BYTES, "batch": batch, "frames": frames}
+    out: dict[str, Any] = {
+        "frame_bytes": FRAME_BYTES, "batch": batch, "frames": frames, "slot_bytes": slot
+    }
     batch_frames = [_frame(i) for i in range(batch)]
     try:
         for impl in ("c", "python"):
@@ -59,7 +63,7 @@ def run_inside(a: str, b: str, frames: int, batch: int, repeat: int) -> dict[str
                 out["c"] = f"unavailable: {pktio.why_pure()}"
                 continue
             c_ext = impl == "c"
-            rx = pktio.RxBuffers(batch, 9216, c_ext=c_ext)
+            rx = pktio.RxBuffers(batch, slot, c_ext=c_ext)
             best: dict[str, float] = {}
             for _ in range(repeat):
                 _drain(rx, sb)
@@ -96,7 +100,7 @@ def run_inside(a: str, b: str, frames: int, batch: int, repeat: int) -> dict[str
     return out
 
 
-def measure(frames: int, batch: int, repeat: int) -> dict[str, Any]:
+def measure(frames: int, batch: int, repeat: int, slot: int = 9216) -> dict[str, Any]:
     from common.netns import NetKit
 
     prefix = "pio" + secrets.token_hex(2)
@@ -105,7 +109,8 @@ def measure(frames: int, batch: int, repeat: int) -> dict[str, Any]:
         a, b = kit.name("a"), kit.name("b")
         kit.add_veth(a, b, ns, ns)
         cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "switch.iobench", "--inside",
-               a, b, "--frames", str(frames), "--batch", str(batch), "--repeat", str(repeat)]
+               a, b, "--frames", str(frames), "--batch", str(batch), "--repeat", str(repeat),
+               "--slot", str(slot)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
                               cwd=os.getcwd(), timeout=600)
         if proc.returncode != 0:
@@ -120,17 +125,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--slot", type=int, default=9216, help="receive slot bytes")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--inside", nargs=2, metavar=("A", "B"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.inside:
         a, b = args.inside
-        print(json.dumps(run_inside(a, b, args.frames, args.batch, args.repeat)))
+        print(json.dumps(run_inside(a, b, args.frames, args.batch, args.repeat, args.slot)))
         return 0
     if os.geteuid() != 0:
         print("switch.iobench: needs root (network namespace, raw sockets)", file=sys.stderr)
         return 2
-    result = measure(args.frames, args.batch, args.repeat)
+    result = measure(args.frames, args.batch, args.repeat, args.slot)
     if args.json:
         print(json.dumps(result))
         return 0

@@ -200,19 +200,23 @@ def test_c_entry_points_reject_bad_arguments_without_crashing() -> None:
         buf = bytearray(1000)
         fd = b.fileno()
         for args, exc in [
-            ((fd, buf, 0, [0] * 4, 1), ValueError),  # stride 0
-            ((fd, buf, -5, [0] * 4, 1), ValueError),
-            ((fd, buf, 300, [0] * 4, 4), ValueError),  # 4 slots of 300 > 1000 bytes
-            ((fd, buf, 100, [0] * 2, 3), ValueError),  # lengths too short
-            ((fd, buf, 100, [0] * 4, -1), ValueError),
-            ((fd, b"read-only", 3, [0], 1), TypeError),  # not writable
-            ((fd, buf, 100, (0, 0), 1), TypeError),  # lengths must be a list
-            ((-1, buf, 100, [0], 1), OSError),
+            ((fd, buf, 0, 1, [0] * 4, 1), ValueError),  # stride 0
+            ((fd, buf, -5, 1, [0] * 4, 1), ValueError),
+            ((fd, buf, 100, 101, [0] * 4, 1), ValueError),  # slot larger than the stride
+            ((fd, buf, 100, 0, [0] * 4, 1), ValueError),
+            ((fd, buf, 300, 300, [0] * 4, 4), ValueError),  # 4 slots of 300 > 1000 bytes
+            ((fd, buf, 330, 11, [0] * 4, 4), ValueError),  # the 4th slot, 990..1001, ends past
+            ((fd, buf, 100, 100, [0] * 2, 3), ValueError),  # lengths too short
+            ((fd, buf, 100, 100, [0] * 4, -1), ValueError),
+            ((fd, b"read-only", 3, 3, [0], 1), TypeError),  # not writable
+            ((fd, buf, 100, 100, (0, 0), 1), TypeError),  # lengths must be a list
+            ((-1, buf, 100, 100, [0], 1), OSError),
         ]:
             with pytest.raises(exc):
                 C.recv_into(*args)
+        assert C.recv_into(fd, buf, 330, 10, [0] * 4, 4) == 0  # 4 slots fit exactly; none ready
         with pytest.raises(ValueError):
-            C.recv_bytes(fd, buf, 2000, 1)
+            C.recv_bytes(fd, buf, 2000, 2000, 1)
         with pytest.raises(ValueError):
             C.send(a.fileno(), [b"x"], None, 2, -1)  # start beyond the frames
         with pytest.raises(ValueError):
@@ -225,7 +229,7 @@ def test_c_entry_points_reject_bad_arguments_without_crashing() -> None:
             C.send(-1, [b"x"], None, 0, -1)
         assert C.send(a.fileno(), [], None, 0, -1) == (0, 0, 0)
         assert C.send(a.fileno(), [b"ab", b"cde"], None, 1, 1) == (1, 3, 0)  # start/count
-        assert C.recv_bytes(fd, buf, 100, 5) == [b"cde"]
+        assert C.recv_bytes(fd, buf, 100, 100, 5) == [b"cde"]
     finally:
         a.close()
         b.close()
@@ -239,7 +243,11 @@ def test_rx_buffers_validate_their_shape() -> None:
     with pytest.raises(ValueError):
         pktio.RxBuffers(4, 0)
     rx = pktio.RxBuffers(3, 10)
-    assert len(rx.buf) == 30 and [len(v) for v in rx.views] == [10, 10, 10]
+    assert rx.stride == 64 and len(rx.buf) == 138 and [len(v) for v in rx.views] == [10] * 3
+    # slots an odd number of cache lines apart: never a power of two
+    assert [pktio.slot_stride(n) for n in (1, 64, 65, 128, 9216, 65535)] == [
+        64, 64, 192, 192, 9280, 65600
+    ]
 
 
 def test_pure_python_path_can_be_forced(monkeypatch: pytest.MonkeyPatch) -> None:
