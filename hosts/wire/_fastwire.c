@@ -51,6 +51,7 @@ typedef struct {
     int has_expect;   /* decoded value must equal expect */
     uint64_t expect;
     int reg;          /* R_* the decoded value is copied to, -1: none */
+    PyObject *last;   /* byte fields: the last decoded value, reused while the bytes repeat */
 } Op;
 
 typedef struct {
@@ -123,19 +124,13 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
     return ~crc;
 }
 
-/* ICRC of base[ip_off:end] (header bytes under the variant mask set to ones). 0 ok, -1 error. */
-static int icrc(const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end, uint32_t *out) {
-    uint8_t hdr[MAXMASK];
-    for (Py_ssize_t i = 0; i < G.mask_len; i++)
-        hdr[i] = base[ip_off + i] | G.mask[i];
-    uint32_t crc = crc_update(G.seed, hdr, G.mask_len);
-    const uint8_t *rest = base + ip_off + G.mask_len;
-    Py_ssize_t n = end - ip_off - G.mask_len;
+/* CRC of n more bytes at p after crc: the table for short runs, else the SIMD callable. */
+static int crc_more(uint32_t crc, const uint8_t *p, Py_ssize_t n, uint32_t *out) {
     if (n < CRC_CALL_MIN || G.crc32 == NULL) {
-        *out = crc_update(crc, rest, n);
+        *out = crc_update(crc, p, n);
         return 0;
     }
-    PyObject *view = PyMemoryView_FromMemory((char *)rest, n, PyBUF_READ);
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
     if (view == NULL)
         return -1;
     PyObject *start = PyLong_FromUnsignedLong(crc);
@@ -157,6 +152,15 @@ static int icrc(const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end, uint32_t
     return 0;
 }
 
+/* ICRC of base[ip_off:end] with the variant header bits taken as ones (base is not written). */
+static int icrc(const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end, uint32_t *out) {
+    uint8_t hdr[MAXMASK];
+    for (Py_ssize_t i = 0; i < G.mask_len; i++)
+        hdr[i] = base[ip_off + i] | G.mask[i];
+    return crc_more(crc_update(G.seed, hdr, G.mask_len), base + ip_off + G.mask_len,
+                    end - ip_off - G.mask_len, out);
+}
+
 /* ------------------------------------------------------------------ helpers */
 #define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
 
@@ -164,18 +168,48 @@ static inline uint64_t width_mask(int width) {
     return width >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << width) - 1);
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+#define BE16(x) __builtin_bswap16(x)
+#define BE32(x) __builtin_bswap32(x)
+#define BE64(x) __builtin_bswap64(x)
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define BE16(x) (x)
+#define BE32(x) (x)
+#define BE64(x) (x)
+#endif
+
+/* Big-endian word of n bytes (1, 2, 4 or 8). */
 static inline uint64_t load_be(const uint8_t *p, int n) {
+#ifdef BE64
+    switch (n) {
+    case 1: return p[0];
+    case 2: { uint16_t v; memcpy(&v, p, 2); return BE16(v); }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return BE32(v); }
+    default: { uint64_t v; memcpy(&v, p, 8); return BE64(v); }
+    }
+#else
     uint64_t v = 0;
     for (int i = 0; i < n; i++)
         v = (v << 8) | p[i];
     return v;
+#endif
 }
 
+/* OR v into the big-endian word of n bytes at p. */
 static inline void or_be(uint8_t *p, int n, uint64_t v) {
+#ifdef BE64
+    switch (n) {
+    case 1: p[0] |= (uint8_t)v; return;
+    case 2: { uint16_t w; memcpy(&w, p, 2); w |= BE16((uint16_t)v); memcpy(p, &w, 2); return; }
+    case 4: { uint32_t w; memcpy(&w, p, 4); w |= BE32((uint32_t)v); memcpy(p, &w, 4); return; }
+    default: { uint64_t w; memcpy(&w, p, 8); w |= BE64(v); memcpy(p, &w, 8); return; }
+    }
+#else
     for (int i = n - 1; i >= 0; i--) {
         p[i] |= (uint8_t)v;
         v >>= 8;
     }
+#endif
 }
 
 /* An int whose `value & mask` is int's own (int, bool, IntEnum members, ...). */
@@ -326,13 +360,25 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
             or_be(s + op->off, op->size, (vals[i] & width_mask(op->width)) << op->shift);
         }
     }
+    /* As the reference: the header holds its ICRC-variant bits as ones while the payload is
+     * copied (a payload viewing this very header sees the same bytes) and the CRC runs, then
+     * the real header bytes are put back. */
+    uint8_t *ip = pg->ip_at >= 0 ? s + pg->ip_at : s, saved[MAXMASK];
+    if (pg->ip_at >= 0) {
+        memcpy(saved, ip, (size_t)G.mask_len);
+        for (Py_ssize_t i = 0; i < G.mask_len; i++)
+            ip[i] |= G.mask[i];
+    }
     if (plen)
         memmove(b + hdr_end, pay.buf, (size_t)plen);
     if (pad)
         memset(b + hdr_end + plen, 0, (size_t)pad);
     if (pg->ip_at >= 0) {
         uint32_t crc;
-        if (icrc(b, start + pg->ip_at, end, &crc) < 0) {
+        int rc = crc_more(crc_update(G.seed, ip, G.mask_len), ip + G.mask_len,
+                          end - (start + pg->ip_at) - G.mask_len, &crc);
+        memcpy(ip, saved, (size_t)G.mask_len);
+        if (rc < 0) {
             result = -1;
             goto done;
         }
@@ -364,10 +410,22 @@ static PyObject *source_view(Source *src) {
     return src->view;
 }
 
+/* Addresses repeat from packet to packet of a flow: hand out the same (immutable) bytes
+ * object while they do instead of a new one each time. */
+static PyObject *decode_bytes(Op *op, const uint8_t *p) {
+    PyObject *last = op->last;
+    if (last != NULL && memcmp(PyBytes_AS_STRING(last), p, (size_t)op->size) == 0)
+        return Py_NewRef(last);
+    PyObject *v = PyBytes_FromStringAndSize((const char *)p, op->size);
+    if (v != NULL)
+        Py_XSETREF(op->last, Py_NewRef(v));
+    return v;
+}
+
 /* Decode one stack at b[start:limit] (caller: start + pg->size <= limit <= buffer length).
  * Frames return (Frame, MrcPacket), packets the MrcPacket; a new reference, Py_NotImplemented
  * (new reference) when the reference must run, NULL with an exception set. */
-static PyObject *run_decode(const Program *pg, Source *src, const uint8_t *b, Py_ssize_t start,
+static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize_t start,
                             Py_ssize_t limit, PyObject *eth_dst, PyObject *eth_src,
                             PyObject *srv6, int verify) {
     uint64_t vals[MAXOPS];
@@ -440,7 +498,7 @@ static PyObject *run_decode(const Program *pg, Source *src, const uint8_t *b, Py
         PyObject *v;
         uint64_t x = vals[i];
         switch (op->kind) {
-        case K_B: v = PyBytes_FromStringAndSize((const char *)s + op->off, op->size); break;
+        case K_B: v = decode_bytes(&pg->ops[i], s + op->off); break;
         case K_S: {
             uint64_t half = (uint64_t)1 << (op->width - 1);
             v = PyLong_FromLongLong((long long)((x ^ half) - half));
@@ -636,7 +694,7 @@ static PyObject *decode_srv6(Source *src, const uint8_t *b, Py_ssize_t n, int ve
         r = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    const Program *pg = G.tables[T_INNER][stack_key(b + bo)];
+    Program *pg = G.tables[T_INNER][stack_key(b + bo)];
     if (pg == NULL || ip_off + pg->size > limit) {
         r = Py_NewRef(Py_NotImplemented);
         goto done;
@@ -673,7 +731,7 @@ static PyObject *decode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyOb
         Py_ssize_t nh = b[G.eth_len + G.ip_nh_byte];
         Py_ssize_t bo = G.eth_len + G.ip_len + G.udp_len;
         if (nh == G.proto_udp && n >= bo + G.bth_len) {
-            const Program *pg = G.tables[T_ETH][stack_key(b + bo)];
+            Program *pg = G.tables[T_ETH][stack_key(b + bo)];
             if (pg != NULL && pg->size <= n) {
                 Py_DECREF(r);
                 r = run_decode(pg, &src, b, 0, n, NULL, NULL, Py_None, verify);
@@ -718,7 +776,7 @@ static PyObject *decode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyO
         end = n;
     PyObject *r = Py_NewRef(Py_NotImplemented);
     if (offset >= 0 && end >= 0 && end - offset >= G.bth_len) {
-        const Program *pg = G.tables[T_PACKET][stack_key(b + offset)];
+        Program *pg = G.tables[T_PACKET][stack_key(b + offset)];
         if (pg != NULL && offset + pg->size <= end) {
             Py_DECREF(r);
             r = run_decode(pg, &src, b, offset, end, NULL, NULL, Py_None, 0);
@@ -739,6 +797,7 @@ fwd:
 #define ENTRY(name, strict)                                                                   \
     static PyObject *fw_##name##_##strict(PyObject *self, PyObject *const *args,             \
                                           Py_ssize_t nargs, PyObject *kwnames) {             \
+        (void)self;                                                                           \
         return name##_impl(args, nargs, kwnames, strict);                                    \
     }
 ENTRY(encode_frame, 0)
@@ -818,6 +877,8 @@ static void free_program(Program *pg) {
     if (pg == NULL)
         return;
     Py_XDECREF(pg->opcode);
+    for (int i = 0; i < pg->nops; i++)
+        Py_XDECREF(pg->ops[i].last);
     for (int i = 0; i < MAXOBJ; i++)
         Py_XDECREF(pg->types[i]);
     PyMem_Free(pg);
@@ -958,6 +1019,7 @@ fail:
 }
 
 static PyObject *fw_configure(PyObject *self, PyObject *d) {
+    (void)self;
     if (!PyDict_Check(d)) {
         PyErr_SetString(PyExc_TypeError, "configure() takes a dict");
         return NULL;
@@ -1042,6 +1104,8 @@ static PyObject *fw_configure(PyObject *self, PyObject *d) {
 }
 
 static PyObject *fw_stats(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
     static const char *names[NFUNC] = {"encode_frame", "decode_frame", "encode_packet",
                                        "decode_packet"};
     PyObject *d = PyDict_New();
@@ -1060,6 +1124,7 @@ static PyObject *fw_stats(PyObject *self, PyObject *unused) {
 }
 
 static PyObject *fw_crc32(PyObject *self, PyObject *args) {
+    (void)self;
     Py_buffer data;
     unsigned int start = 0;
     if (!PyArg_ParseTuple(args, "y*|I", &data, &start))
