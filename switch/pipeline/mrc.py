@@ -33,10 +33,6 @@ if tuple(f.name for f in fields(EgressPacket)) != (
     raise ImportError("EgressPacket fields changed: update MrcDataPath.process")
 
 
-def _is_write_opcode(opcode: int) -> bool:
-    return 0xC6 <= opcode <= 0xCB
-
-
 def _set_dscp(buf: bytearray, off: int, dscp: int) -> None:
     word = int.from_bytes(buf[off : off + 4], "big")
     word = (word & ~(0x3F << 22)) | ((dscp & 0x3F) << 22)
@@ -138,7 +134,7 @@ class MrcDataPath:
                 opcode = frame[off]
                 tsh = frame[off + 8] & 0x10
                 off += 12
-                if _is_write_opcode(opcode):
+                if 0xC6 <= opcode <= 0xCB:  # an RDMA Write opcode
                     ext = 24 if tsh else 20
                     if opcode in IMM_OPCODES:
                         ext += 4
@@ -197,9 +193,16 @@ class MrcDataPath:
                         udp_off -= delta
                     srh_off = inner_off = -1
                     dst = int.from_bytes(buf[38:54], "big")
-        # ---- routing
-        hit = self.route.lookup_lpm(dst)
-        act = hit.action if hit is not None and hit.action else self.route.default
+        # ---- routing: TableState.lookup_lpm, inlined (per packet)
+        route = self.route
+        hit = None
+        masks = route.masks
+        by_len = route.by_len
+        for plen in route.lengths:
+            hit = by_len[plen].get(dst & masks[plen])
+            if hit is not None:
+                break
+        act = hit.action if hit is not None and hit.action else route.default
         aid = act.action_id
         nexthop: ActionCall | None = None
         ev_group = 0
