@@ -19,3 +19,12 @@ def test_codec_bench_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
         assert isinstance(figures[key], int) and figures[key] > 0
     assert figures["frame_bytes"] == 14 + 40 + 8 + 12 + 4 + 16 + 4096 + 4
     assert figures["meets_target"] == (figures["packets_per_s"] >= figures["target_packets_per_s"])
+    from hosts.wire import codec
+
+    assert figures["backend"] == codec.BACKEND
+    for key in ("encode_us", "decode_us", "decode_verified_us"):
+        assert isinstance(figures[key], float) and figures[key] > 0
+    if codec.BACKEND == "c":
+        assert figures["python_encode_us"] > 0 and figures["speedup_best_batch"] > 0
+    else:
+        assert figures["backend_reason"]
