@@ -212,12 +212,16 @@ static inline void or_be(uint8_t *p, int n, uint64_t v) {
 #endif
 }
 
-/* An int whose `value & mask` is int's own (int, bool, IntEnum members, ...). */
+/* An int whose `&`, comparisons and truth are int's own (int, bool, IntEnum members, ...),
+ * so reading its value here gives what the reference computes from it. */
 static inline int plain_int(PyObject *o) {
     if (PyLong_CheckExact(o) || PyBool_Check(o))
         return 1;
-    return PyLong_Check(o) && Py_TYPE(o)->tp_as_number != NULL &&
-           Py_TYPE(o)->tp_as_number->nb_and == PyLong_Type.tp_as_number->nb_and;
+    PyTypeObject *t = Py_TYPE(o);
+    return PyLong_Check(o) && t->tp_as_number != NULL && t->tp_del == NULL &&
+           t->tp_finalize == NULL && t->tp_richcompare == PyLong_Type.tp_richcompare &&
+           t->tp_as_number->nb_and == PyLong_Type.tp_as_number->nb_and &&
+           t->tp_as_number->nb_bool == PyLong_Type.tp_as_number->nb_bool;
 }
 
 /* 1 if o is a plain int equal to v, 0 if a plain int that differs, -1 if not a plain int. */
@@ -294,6 +298,7 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
         pad = -plen & G.pad_mask;
     }
     Py_ssize_t result = FALLBACK;
+    PyObject *old_pad = NULL, *old_tsh = NULL;
     /* bth.pad / bth.tsh are rewritten unless both already hold the derived values */
     PyObject *cur_pad = SLOT(bth, G.bth_pad), *cur_tsh = SLOT(bth, G.bth_tsh);
     if (cur_pad == NULL || cur_tsh == NULL)
@@ -338,15 +343,18 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
         default: vals[i] = 0; break;
         }
     }
-    /* everything checked: side effects, then the bytes */
+    /* everything checked: side effects (the old values are released at the very end, so no
+     * finalizer can run while bytes_src points into objects), then the bytes */
     if (!(eq_pad && eq_tsh)) {
         PyObject *np = PyLong_FromSsize_t(pad);
         if (np == NULL) {
             result = -1;
             goto done;
         }
-        Py_XSETREF(SLOT(bth, G.bth_pad), np);
-        Py_XSETREF(SLOT(bth, G.bth_tsh), Py_NewRef(pg->tsh ? Py_True : Py_False));
+        old_pad = SLOT(bth, G.bth_pad);
+        old_tsh = SLOT(bth, G.bth_tsh);
+        SLOT(bth, G.bth_pad) = np;
+        SLOT(bth, G.bth_tsh) = Py_NewRef(pg->tsh ? Py_True : Py_False);
     }
     uint8_t *b = (uint8_t *)out->buf;
     uint8_t *s = b + start;
@@ -389,6 +397,8 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
 done:
     if (have_pay)
         PyBuffer_Release(&pay);
+    Py_XDECREF(old_pad);
+    Py_XDECREF(old_tsh);
     return result;
 }
 
@@ -489,7 +499,7 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
     PyObject *result = NULL;
     for (int i = frame_mode ? 0 : 1; i < pg->nobj; i++)
         if ((objs[i] = new_object(pg->types[i])) == NULL)
-            goto fail;
+            goto out;
     PyObject *pkt = objs[1];
     for (int i = 0; i < pg->nops; i++) {
         const Op *op = &pg->ops[i];
@@ -509,7 +519,7 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
         default: v = PyLong_FromUnsignedLongLong(x); break;
         }
         if (v == NULL)
-            goto fail;
+            goto out;
         SLOT(objs[op->obj], op->slot) = v;
     }
     for (int i = 2; i < pg->nobj; i++)
@@ -524,12 +534,12 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
         payload = PyBytes_FromStringAndSize(NULL, 0);
     }
     if (payload == NULL)
-        goto fail;
+        goto out;
     SLOT(pkt, G.pkt_payload) = payload;
     SLOT(pkt, G.pkt_trimmed) = Py_NewRef(trimmed ? Py_True : Py_False);
     if (!frame_mode) {
         result = Py_NewRef(pkt);
-        goto fail; /* releases the object references held in objs */
+        goto out; /* releases the object references held in objs */
     }
     PyObject *frame = objs[0];
     SLOT(frame, G.frame_srv6) = Py_NewRef(srv6);
@@ -538,7 +548,7 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
         SLOT(frame, G.frame_eth_src) = Py_NewRef(eth_src);
     }
     result = PyTuple_Pack(2, frame, pkt);
-fail:
+out:
     for (int i = 0; i < MAXOBJ; i++)
         Py_XDECREF(objs[i]);
     return result;
