@@ -6,7 +6,9 @@ one IPv6 route (the full pipeline: parser, length checks, DSCP class, LPM, next 
 port config and counters). Frames are Write Only MRC packets with a 4096-byte payload
 (4194-byte Ethernet frames, ICRC included).
 
-- ``packets_per_s``: a generator floods port 1 as fast as it can; the switch's transmit
+- ``packets_per_s``: a generator floods port 1 as fast as it can (batches of 64 frames,
+  one sendmmsg each through ``common.pktio``, so that it outruns the switch;
+  ``generator_packets_per_s`` and ``generator_batched`` report it); the switch's transmit
   counter on port 2 is sampled over ``--rounds`` windows of ``--seconds``; the best window
   is reported (the machine is shared; every window is listed too). ``packets_per_cpu_s``
   divides by the CPU time the switch process got in that window instead of wall time.
