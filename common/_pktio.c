@@ -31,19 +31,35 @@
 
 #define PKTIO_MAX_BATCH 1024 /* UIO_MAXIOV: the kernel's own cap on one *mmsg call */
 
+#define PKTIO_SMALL 64 /* batches up to this size use arrays on the stack, no allocation */
+
 typedef struct {
     struct mmsghdr *msgs;
     struct iovec *iov;
+    struct mmsghdr small_msgs[PKTIO_SMALL];
+    struct iovec small_iov[PKTIO_SMALL];
 } msgvec;
 
+static void msgvec_init(msgvec *v) {
+    v->msgs = NULL;
+    v->iov = NULL;
+}
+
 static int msgvec_alloc(msgvec *v, Py_ssize_t n) {
-    v->msgs = PyMem_Calloc((size_t)n, sizeof(struct mmsghdr));
-    v->iov = PyMem_Calloc((size_t)n, sizeof(struct iovec));
-    if (v->msgs == NULL || v->iov == NULL) {
-        PyMem_Free(v->msgs);
-        PyMem_Free(v->iov);
-        PyErr_NoMemory();
-        return -1;
+    if (n <= PKTIO_SMALL) {
+        v->msgs = v->small_msgs;
+        v->iov = v->small_iov;
+        memset(v->msgs, 0, (size_t)n * sizeof(struct mmsghdr));
+    } else {
+        v->msgs = PyMem_Calloc((size_t)n, sizeof(struct mmsghdr));
+        v->iov = PyMem_Calloc((size_t)n, sizeof(struct iovec));
+        if (v->msgs == NULL || v->iov == NULL) {
+            PyMem_Free(v->msgs);
+            PyMem_Free(v->iov);
+            msgvec_init(v);
+            PyErr_NoMemory();
+            return -1;
+        }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         v->msgs[i].msg_hdr.msg_iov = &v->iov[i];
@@ -53,8 +69,10 @@ static int msgvec_alloc(msgvec *v, Py_ssize_t n) {
 }
 
 static void msgvec_free(msgvec *v) {
-    PyMem_Free(v->msgs);
-    PyMem_Free(v->iov);
+    if (v->msgs != v->small_msgs)
+        PyMem_Free(v->msgs);
+    if (v->iov != v->small_iov)
+        PyMem_Free(v->iov);
 }
 
 /* Common argument checks of the receive functions; returns the batch size or -1. */
@@ -130,7 +148,8 @@ static PyObject *pktio_recv_into(PyObject *self, PyObject *args) {
                           &lengths, &limit))
         return NULL;
     PyObject *result = NULL;
-    msgvec v = {NULL, NULL};
+    msgvec v;
+    msgvec_init(&v);
     Py_ssize_t n = rx_batch(fd, &buf, stride, size, limit);
     if (n < 0)
         goto done;
@@ -178,7 +197,8 @@ static PyObject *pktio_recv_bytes(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "iw*nnn:recv_bytes", &fd, &buf, &stride, &size, &limit))
         return NULL;
     PyObject *result = NULL;
-    msgvec v = {NULL, NULL};
+    msgvec v;
+    msgvec_init(&v);
     Py_ssize_t n = rx_batch(fd, &buf, stride, size, limit);
     if (n < 0)
         goto done;
@@ -251,12 +271,14 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
     }
     Py_ssize_t chunk = count < PKTIO_MAX_BATCH ? count : PKTIO_MAX_BATCH;
     Py_buffer *views = NULL;
-    msgvec v = {NULL, NULL};
+    msgvec v;
+    msgvec_init(&v);
     PyObject *result = NULL;
     Py_ssize_t sent = 0, sent_bytes = 0;
     int error = 0;
+    Py_buffer small_views[PKTIO_SMALL];
     if (chunk > 0) {
-        views = PyMem_Calloc((size_t)chunk, sizeof(Py_buffer));
+        views = chunk <= PKTIO_SMALL ? small_views : PyMem_Calloc((size_t)chunk, sizeof(Py_buffer));
         if (views == NULL) {
             PyErr_NoMemory();
             goto out;
@@ -328,7 +350,8 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
     result = Py_BuildValue("(nni)", sent, sent_bytes, error);
 out:
     msgvec_free(&v);
-    PyMem_Free(views);
+    if (views != small_views)
+        PyMem_Free(views);
     Py_DECREF(frames);
     return result;
 }

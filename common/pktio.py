@@ -233,6 +233,8 @@ def send_batch(
         raise ValueError(f"lengths holds {len(lengths)} entries for {len(frames)} frames")
     result = SendResult()
     total = len(frames)
+    if total == 1 and lengths is None:
+        c = None  # one frame: a plain send() is cheaper than building a sendmmsg vector
     start = 0
     while start < total:
         if c is not None:
