@@ -42,11 +42,18 @@ from hosts.api import (
 )
 
 DONE_IMM = 0xD0E
+PATTERN_CHUNK = 16 << 20
 
 
 def pattern(size: int, seed: int) -> bytearray:
-    """The writer's data: reproducible, so a test can check the sink's hash independently."""
-    return bytearray(random.Random(seed).randbytes(size))
+    """The writer's data: reproducible, so a test can check the sink's hash independently.
+
+    Drawn in chunks: ``randbytes`` of 256 MiB or more overflows a C int inside ``random``."""
+    rng = random.Random(seed)
+    out = bytearray()
+    while len(out) < size:
+        out += rng.randbytes(min(PATTERN_CHUNK, size - len(out)))
+    return out
 
 
 def _publish(oob: Path, name: str, info: dict[str, Any]) -> None:

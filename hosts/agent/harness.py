@@ -123,7 +123,18 @@ def run_transfer(
     logs = {h.name: workdir / f"{h.name}.agent.log" for h in (src, dst)}
     if during is not None:
         during()
-    wait_until(lambda: not any(p.alive() for p in procs), timeout + 30,
+    hosts = (dst, src)
+
+    def finished() -> bool:
+        # An agent that failed (e.g. its app raised) ends the wait at once: its peer would
+        # otherwise sit out its whole timeout waiting for it.
+        for host, proc in zip(hosts, procs):
+            if not proc.alive() and proc.popen.returncode not in (0, None):
+                raise RuntimeError(f"agent {host.name} failed (exit {proc.popen.returncode}); "
+                                   f"see {logs[host.name]}")
+        return not any(p.alive() for p in procs)
+
+    wait_until(finished, timeout + 30,
                f"transfer to finish (logs {', '.join(map(str, logs.values()))})", interval=0.05)
     out: dict[str, dict[str, Any]] = {}
     for name, path in results.items():
