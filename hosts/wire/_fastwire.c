@@ -22,9 +22,11 @@
 #include <string.h>
 
 enum { K_U, K_S, K_F, K_B, K_O, K_COUNT };
-enum { SRC_NONE, SRC_SLOT, SRC_CONST, SRC_ULEN, SRC_PAD, SRC_TSH, SRC_COUNT };
-enum { R_ULEN, R_PLEN, R_PAD, NREG };
-enum { T_ETH, T_INNER, T_PACKET, NTABLE };
+enum { SRC_NONE, SRC_SLOT, SRC_CONST, SRC_REG, SRC_COUNT };
+/* Length registers: filled by decoded fields (op.reg), read by encoded ones (SRC_REG). */
+enum { R_ULEN, R_PLEN, R_PAD, R_TSH, R_NH, R_EXTLEN, R_LEFT, R_LAST, NREG };
+/* Stack tables, plus the two SRv6 outer programs (Ethernet + outer IPv6, SRH fixed part). */
+enum { T_ETH, T_INNER, T_PACKET, NTABLE, T_OUTER = NTABLE, T_SRH };
 enum { F_ENCODE_FRAME, F_DECODE_FRAME, F_ENCODE_PACKET, F_DECODE_PACKET, NFUNC };
 
 #define MAXOBJ 8
@@ -47,7 +49,7 @@ typedef struct {
     int obj;          /* object holding the value, -1: none (checked or derived) */
     Py_ssize_t slot;  /* member offset in that object */
     int src;          /* SRC_*: where the encoder takes the value from */
-    uint64_t cval;    /* SRC_CONST value */
+    uint64_t cval;    /* SRC_CONST value (SRC_REG: the register is reg) */
     int has_expect;   /* decoded value must equal expect */
     uint64_t expect;
     int reg;          /* R_* the decoded value is copied to, -1: none */
@@ -75,7 +77,7 @@ static struct {
     PyTypeObject *frame_t, *pkt_t, *bth_t, *srv6_t;
     Py_ssize_t pkt_payload, pkt_trimmed, pkt_bth, pkt_tseth;
     Py_ssize_t bth_pad, bth_tsh, bth_opcode;
-    Py_ssize_t frame_srv6, frame_eth_dst, frame_eth_src, srv6_segments;
+    Py_ssize_t frame_srv6, frame_eth_dst, frame_eth_src, srv6_segments, srv6_segments_left;
     Py_ssize_t opcode_byte, tsh_byte, tsh_mask;
     Py_ssize_t bth_len, eth_len, ip_len, ip_nh_byte, udp_len, srh_len, seg_len, icrc_len;
     Py_ssize_t pad_mask, proto_udp, proto_ipv6, proto_routing;
@@ -83,9 +85,10 @@ static struct {
     uint32_t seed;
     uint8_t mask[MAXMASK];
     Py_ssize_t mask_len;
+    Py_ssize_t srh_unit, max_segments;
     PyObject *ref[NFUNC];
-    PyObject *srv6_outer, *srv6_tail;
     Program *tables[NTABLE][NKEYS];
+    Program *outer, *srh; /* SRv6: Ethernet + outer IPv6; SRH fixed part */
     unsigned long long hits[NFUNC], falls[NFUNC];
 } G;
 
@@ -272,23 +275,83 @@ static int byte_buffer(PyObject *o, Py_buffer *view, int writable) {
 static PyObject *new_object(PyTypeObject *t) { return t->tp_alloc(t, 0); }
 
 /* ------------------------------------------------------------------ encode */
+/* Field values read from the objects: integers already reduced to 64 bits, byte fields as
+ * references to their bytes objects (held until written: another thread may rebind the
+ * attribute while a long CRC runs without the GIL). */
+typedef struct {
+    uint64_t vals[MAXOPS];
+    PyObject *bytes[MAXOPS];
+} Gathered;
+
+static void release_gathered(const Program *pg, Gathered *g) {
+    for (int i = 0; i < pg->nops; i++)
+        Py_CLEAR(g->bytes[i]);
+}
+
+/* Read every value the program encodes from objs; 0 ok, FALLBACK if one is not taken here. */
+static int gather(const Program *pg, PyObject *const *objs, Gathered *g) {
+    for (int i = 0; i < pg->nops; i++)
+        g->bytes[i] = NULL;
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        g->vals[i] = op->src == SRC_CONST ? op->cval : 0;
+        if (op->src != SRC_SLOT)
+            continue;
+        PyObject *v = SLOT(objs[op->obj], op->slot);
+        if (v == NULL)
+            goto fallback;
+        if (op->kind == K_B) {
+            if (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) != op->size)
+                goto fallback;
+            g->bytes[i] = Py_NewRef(v);
+        } else {
+            if (!plain_int(v))
+                goto fallback;
+            uint64_t x = PyLong_AsUnsignedLongLongMask(v);
+            if (x == (uint64_t)-1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto fallback;
+            }
+            g->vals[i] = x;
+        }
+    }
+    return 0;
+fallback:
+    release_gathered(pg, g);
+    return FALLBACK;
+}
+
+/* Write the program's bytes at s (reserved bits zero), integers modulo 2**width. */
+static void emit(const Program *pg, uint8_t *s, const Gathered *g, const uint64_t *reg) {
+    memset(s, 0, (size_t)pg->size);
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        if (op->kind == K_B) {
+            if (g->bytes[i] != NULL)
+                memcpy(s + op->off, PyBytes_AS_STRING(g->bytes[i]), (size_t)op->size);
+            continue;
+        }
+        uint64_t v = op->src == SRC_REG ? reg[op->reg] : g->vals[i];
+        or_be(s + op->off, op->size, (v & width_mask(op->width)) << op->shift);
+    }
+}
+
 /* Encode one stack at start. Returns the end offset (frames: after the ICRC), FALLBACK when
  * the reference must run (nothing was changed), -1 with an exception set. */
 static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, Py_buffer *out,
                              Py_ssize_t start) {
     PyObject *objs[MAXOBJ] = {frame, pkt};
-    const char *bytes_src[MAXOPS];
-    uint64_t vals[MAXOPS];
     for (int i = OBJ_BTH; i < pg->nobj; i++) {
         PyObject *o = SLOT(pkt, pg->pkt_slot[i]);
         if (o == NULL || Py_TYPE(o) != pg->types[i])
             return FALLBACK;
         objs[i] = o;
     }
-    PyObject *bth = objs[2];
+    PyObject *bth = objs[OBJ_BTH];
     Py_buffer pay;
-    int have_pay = 0;
+    int have_pay = 0, have_vals = 0;
     Py_ssize_t plen = 0, pad = 0;
+    Gathered g;
     if (pg->has_payload) {
         PyObject *p = SLOT(pkt, G.pkt_payload);
         if (p == NULL || byte_buffer(p, &pay, 0) < 0)
@@ -312,39 +375,15 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
     if (start < 0 || total > out->len)
         goto done;
     Py_ssize_t ulen = pg->ip_at >= 0 ? total - (start + pg->ip_at) - G.ip_len : 0;
-    for (int i = 0; i < pg->nops; i++) {
-        const Op *op = &pg->ops[i];
-        switch (op->src) {
-        case SRC_SLOT: {
-            PyObject *v = SLOT(objs[op->obj], op->slot);
-            if (v == NULL)
-                goto done;
-            if (op->kind == K_B) {
-                if (!PyBytes_CheckExact(v) || PyBytes_GET_SIZE(v) != op->size)
-                    goto done;
-                bytes_src[i] = PyBytes_AS_STRING(v);
-                vals[i] = 0;
-            } else {
-                if (!plain_int(v))
-                    goto done;
-                uint64_t x = PyLong_AsUnsignedLongLongMask(v);
-                if (x == (uint64_t)-1 && PyErr_Occurred()) {
-                    PyErr_Clear();
-                    goto done;
-                }
-                vals[i] = x;
-            }
-            break;
-        }
-        case SRC_CONST: vals[i] = op->cval; break;
-        case SRC_ULEN: vals[i] = (uint64_t)ulen; break;
-        case SRC_PAD: vals[i] = (uint64_t)pad; break;
-        case SRC_TSH: vals[i] = (uint64_t)pg->tsh; break;
-        default: vals[i] = 0; break;
-        }
-    }
-    /* everything checked: side effects (the old values are released at the very end, so no
-     * finalizer can run while bytes_src points into objects), then the bytes */
+    if (gather(pg, objs, &g) < 0)
+        goto done;
+    have_vals = 1;
+    uint64_t reg[NREG] = {0};
+    reg[R_ULEN] = reg[R_PLEN] = (uint64_t)ulen; /* no IPv6 extension headers inside */
+    reg[R_PAD] = (uint64_t)pad;
+    reg[R_TSH] = (uint64_t)pg->tsh;
+    /* everything checked: side effects (the old values are released at the very end), then
+     * the bytes */
     if (!(eq_pad && eq_tsh)) {
         PyObject *np = PyLong_FromSsize_t(pad);
         if (np == NULL) {
@@ -358,16 +397,7 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
     }
     uint8_t *b = (uint8_t *)out->buf;
     uint8_t *s = b + start;
-    memset(s, 0, (size_t)pg->size);
-    for (int i = 0; i < pg->nops; i++) {
-        const Op *op = &pg->ops[i];
-        if (op->kind == K_B) {
-            if (op->src == SRC_SLOT)
-                memcpy(s + op->off, bytes_src[i], (size_t)op->size);
-        } else {
-            or_be(s + op->off, op->size, (vals[i] & width_mask(op->width)) << op->shift);
-        }
-    }
+    emit(pg, s, &g, reg);
     /* As the reference: the header holds its ICRC-variant bits as ones while the payload is
      * copied (a payload viewing this very header sees the same bytes) and the CRC runs, then
      * the real header bytes are put back. */
@@ -395,6 +425,8 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
     }
     result = total;
 done:
+    if (have_vals)
+        release_gathered(pg, &g);
     if (have_pay)
         PyBuffer_Release(&pay);
     Py_XDECREF(old_pad);
@@ -432,6 +464,40 @@ static PyObject *decode_bytes(Op *op, const uint8_t *p) {
     return v;
 }
 
+/* Pass 1 of decoding: every integer field of the program at s into vals (and its register);
+ * 0, or -1 when a field does not hold the value the reference requires. */
+static int scan(const Program *pg, const uint8_t *s, uint64_t *vals, uint64_t *reg) {
+    for (int i = 0; i < pg->nops; i++) {
+        const Op *op = &pg->ops[i];
+        if (op->kind == K_B) {
+            vals[i] = 0;
+            continue;
+        }
+        uint64_t v = (load_be(s + op->off, op->size) >> op->shift) & width_mask(op->width);
+        if (op->has_expect && v != op->expect)
+            return -1;
+        if (op->reg >= 0)
+            reg[op->reg] = v;
+        vals[i] = v;
+    }
+    return 0;
+}
+
+/* The Python value of field i (scanned value x; byte fields read at s). New reference. */
+static PyObject *make_value(Program *pg, int i, const uint8_t *s, uint64_t x) {
+    const Op *op = &pg->ops[i];
+    switch (op->kind) {
+    case K_B: return decode_bytes(&pg->ops[i], s + op->off);
+    case K_S: {
+        uint64_t half = (uint64_t)1 << (op->width - 1);
+        return PyLong_FromLongLong((long long)((x ^ half) - half));
+    }
+    case K_F: return Py_NewRef(x ? Py_True : Py_False);
+    case K_O: return Py_NewRef(pg->opcode);
+    default: return PyLong_FromUnsignedLongLong(x);
+    }
+}
+
 /* Decode one stack at b[start:limit] (caller: start + pg->size <= limit <= buffer length).
  * Frames return (Frame, MrcPacket), packets the MrcPacket; a new reference, Py_NotImplemented
  * (new reference) when the reference must run, NULL with an exception set. */
@@ -441,19 +507,8 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
     uint64_t vals[MAXOPS];
     uint64_t reg[NREG] = {0};
     const uint8_t *s = b + start;
-    for (int i = 0; i < pg->nops; i++) {
-        const Op *op = &pg->ops[i];
-        if (op->kind == K_B) {
-            vals[i] = 0;
-            continue;
-        }
-        uint64_t v = (load_be(s + op->off, op->size) >> op->shift) & width_mask(op->width);
-        if (op->has_expect && v != op->expect)
-            Py_RETURN_NOTIMPLEMENTED;
-        if (op->reg >= 0)
-            reg[op->reg] = v;
-        vals[i] = v;
-    }
+    if (scan(pg, s, vals, reg) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
     int frame_mode = pg->ip_at >= 0;
     Py_ssize_t hdr_end = start + pg->size, end = limit;
     int trimmed = 0;
@@ -505,19 +560,7 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
         const Op *op = &pg->ops[i];
         if (op->obj < 0)
             continue;
-        PyObject *v;
-        uint64_t x = vals[i];
-        switch (op->kind) {
-        case K_B: v = decode_bytes(&pg->ops[i], s + op->off); break;
-        case K_S: {
-            uint64_t half = (uint64_t)1 << (op->width - 1);
-            v = PyLong_FromLongLong((long long)((x ^ half) - half));
-            break;
-        }
-        case K_F: v = Py_NewRef(x ? Py_True : Py_False); break;
-        case K_O: v = Py_NewRef(pg->opcode); break;
-        default: v = PyLong_FromUnsignedLongLong(x); break;
-        }
+        PyObject *v = make_value(pg, i, s, vals[i]);
         if (v == NULL)
             goto out;
         SLOT(objs[op->obj], op->slot) = v;
@@ -589,6 +632,79 @@ static int encode_key(PyObject *pkt, PyObject **bth_out) {
     return (int)((v << 1) | (tseth != Py_None));
 }
 
+/* SRv6 outer part of an encode: its values are read (and checked) before the inner stack is
+ * encoded, written after it (the reference's order: inner stack first, then the outer). */
+typedef struct {
+    PyObject *segs;          /* the segments tuple (held) */
+    Py_ssize_t nseg;
+    Gathered ip, srh;
+    int have_ip, have_srh;
+} Outer;
+
+static void release_outer(Outer *o) {
+    if (o->have_ip)
+        release_gathered(G.outer, &o->ip);
+    if (o->have_srh)
+        release_gathered(G.srh, &o->srh);
+    Py_CLEAR(o->segs);
+    o->have_ip = o->have_srh = 0;
+}
+
+/* 0 ok, FALLBACK: the reference must run. */
+static int gather_outer(PyObject *frame, PyObject *srv6, Outer *o) {
+    o->segs = NULL;
+    o->have_ip = o->have_srh = 0;
+    if (Py_TYPE(srv6) != G.srv6_t || G.outer == NULL || G.srh == NULL)
+        return FALLBACK;
+    PyObject *segs = SLOT(srv6, G.srv6_segments);
+    if (segs == NULL || !PyTuple_CheckExact(segs))
+        return FALLBACK;
+    o->nseg = PyTuple_GET_SIZE(segs);
+    if (o->nseg > G.max_segments)
+        return FALLBACK;
+    for (Py_ssize_t i = 0; i < o->nseg; i++) {
+        PyObject *seg = PyTuple_GET_ITEM(segs, i);
+        if (!PyBytes_CheckExact(seg) || PyBytes_GET_SIZE(seg) != G.seg_len)
+            return FALLBACK;
+    }
+    o->segs = Py_NewRef(segs);
+    PyObject *objs[MAXOBJ] = {frame, srv6};
+    if (gather(G.outer, objs, &o->ip) < 0)
+        goto fallback;
+    o->have_ip = 1;
+    if (o->nseg) {
+        if (gather(G.srh, objs, &o->srh) < 0)
+            goto fallback;
+        o->have_srh = 1;
+    }
+    return 0;
+fallback:
+    release_outer(o);
+    return FALLBACK;
+}
+
+static Py_ssize_t outer_len(const Outer *o) {
+    return G.eth_len + G.ip_len + (o->nseg ? G.srh_len + G.seg_len * o->nseg : 0);
+}
+
+/* Ethernet, outer IPv6 (+ SRH and segments) at b[offset:], the inner stack ending at total. */
+static void emit_outer(const Outer *o, uint8_t *b, Py_ssize_t offset, Py_ssize_t total) {
+    uint64_t reg[NREG] = {0};
+    Py_ssize_t ip = offset + G.eth_len;
+    reg[R_PLEN] = (uint64_t)(total - ip - G.ip_len);
+    reg[R_NH] = (uint64_t)(o->nseg ? G.proto_routing : G.proto_ipv6);
+    reg[R_EXTLEN] = (uint64_t)(o->nseg * (G.seg_len / G.srh_unit));
+    reg[R_LAST] = (uint64_t)(o->nseg - 1);
+    emit(G.outer, b + offset, &o->ip, reg);
+    if (!o->nseg)
+        return;
+    Py_ssize_t off = ip + G.ip_len;
+    emit(G.srh, b + off, &o->srh, reg);
+    off += G.srh_len;
+    for (Py_ssize_t i = 0; i < o->nseg; i++, off += G.seg_len)
+        memcpy(b + off, PyBytes_AS_STRING(PyTuple_GET_ITEM(o->segs, i)), (size_t)G.seg_len);
+}
+
 static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                                    int strict) {
     PyObject *bth;
@@ -606,44 +722,30 @@ static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyOb
     PyObject *srv6 = SLOT(frame, G.frame_srv6);
     if (srv6 == NULL)
         goto fwd;
-    const Program *pg;
-    Py_ssize_t start = offset;
-    if (srv6 == Py_None) {
-        pg = G.tables[T_ETH][key];
-    } else {
-        if (Py_TYPE(srv6) != G.srv6_t)
-            goto fwd;
-        PyObject *segs = SLOT(srv6, G.srv6_segments);
-        if (segs == NULL || !PyTuple_CheckExact(segs))
-            goto fwd;
-        Py_ssize_t nseg = PyTuple_GET_SIZE(segs);
-        start += G.eth_len + G.ip_len + (nseg ? G.srh_len + G.seg_len * nseg : 0);
-        pg = G.tables[T_INNER][key];
-    }
+    Outer outer;
+    int is_srv6 = srv6 != Py_None;
+    const Program *pg = G.tables[is_srv6 ? T_INNER : T_ETH][key];
     if (pg == NULL)
         goto fwd;
-    Py_buffer out;
-    if (byte_buffer(args[2], &out, 1) < 0)
+    if (is_srv6 && gather_outer(frame, srv6, &outer) < 0)
         goto fwd;
-    Py_ssize_t total = run_encode(pg, frame, pkt, &out, start);
+    Py_buffer out;
+    if (byte_buffer(args[2], &out, 1) < 0) {
+        if (is_srv6)
+            release_outer(&outer);
+        goto fwd;
+    }
+    Py_ssize_t total = run_encode(pg, frame, pkt, &out, offset + (is_srv6 ? outer_len(&outer) : 0));
+    if (is_srv6) {
+        if (total >= 0)
+            emit_outer(&outer, (uint8_t *)out.buf, offset, total);
+        release_outer(&outer);
+    }
     PyBuffer_Release(&out);
     if (total == FALLBACK)
         goto fwd;
     if (total < 0)
         return NULL;
-    if (srv6 != Py_None) { /* outer Ethernet + IPv6 (+ SRH): the reference's own helper */
-        PyObject *off = PyLong_FromSsize_t(offset), *tot = PyLong_FromSsize_t(total);
-        PyObject *res = NULL;
-        if (off != NULL && tot != NULL) {
-            PyObject *targs[4] = {frame, args[2], off, tot};
-            res = PyObject_Vectorcall(G.srv6_tail, targs, 4, NULL);
-        }
-        Py_XDECREF(off);
-        Py_XDECREF(tot);
-        if (res == NULL)
-            return NULL;
-        Py_DECREF(res);
-    }
     G.hits[F_ENCODE_FRAME]++;
     return PyLong_FromSsize_t(total - offset);
 fwd:
@@ -676,42 +778,90 @@ fwd:
     return forward(F_ENCODE_PACKET, strict, args, nargs, kwnames);
 }
 
-/* SRv6: the reference's helper parses the outer IPv6 (+ SRH) and raises its errors; the inner
- * stack is decoded here. Returns like run_decode. */
+/* SRv6 frame: Ethernet, outer IPv6 (+ SRH) checked as the reference checks them, then the
+ * inner stack. Returns like run_decode. Caller: n >= Ethernet + IPv6. */
 static PyObject *decode_srv6(Source *src, const uint8_t *b, Py_ssize_t n, int verify) {
-    PyObject *view = source_view(src);
-    if (view == NULL)
-        return NULL;
-    PyObject *nobj = PyLong_FromSsize_t(n);
-    if (nobj == NULL)
-        return NULL;
-    PyObject *hargs[2] = {view, nobj};
-    PyObject *outer = PyObject_Vectorcall(G.srv6_outer, hargs, 2, NULL);
-    Py_DECREF(nobj);
+    uint64_t reg[NREG] = {0}, ovals[MAXOPS], svals[MAXOPS];
+    Program *po = G.outer, *ps = G.srh;
+    if (po == NULL || ps == NULL || scan(po, b, ovals, reg) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t off = G.eth_len + G.ip_len;
+    Py_ssize_t limit = off + (Py_ssize_t)reg[R_PLEN];
+    if (limit > n)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t count = 0, seg_base = 0, srh_at = -1;
+    if (reg[R_NH] == (uint64_t)G.proto_routing) {
+        if (limit - off < G.srh_len || scan(ps, b + off, svals, reg) < 0)
+            Py_RETURN_NOTIMPLEMENTED;
+        Py_ssize_t units = G.seg_len / G.srh_unit;
+        Py_ssize_t srh_len = G.srh_len + G.srh_unit * (Py_ssize_t)reg[R_EXTLEN];
+        if ((Py_ssize_t)reg[R_EXTLEN] % units || limit - off < srh_len)
+            Py_RETURN_NOTIMPLEMENTED;
+        count = (Py_ssize_t)reg[R_EXTLEN] / units;
+        if ((Py_ssize_t)reg[R_LAST] >= count || (Py_ssize_t)reg[R_LEFT] > count)
+            Py_RETURN_NOTIMPLEMENTED;
+        srh_at = off;
+        seg_base = off + G.srh_len;
+        off += srh_len;
+    }
+    if (reg[R_NH] != (uint64_t)G.proto_ipv6 || limit - off < G.ip_len)
+        Py_RETURN_NOTIMPLEMENTED;
+    Py_ssize_t bo = off + G.ip_len + G.udp_len;
+    if (limit - bo < G.bth_len)
+        Py_RETURN_NOTIMPLEMENTED;
+    Program *pg = G.tables[T_INNER][stack_key(b + bo)];
+    if (pg == NULL || off + pg->size > limit)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* the outer objects, then the inner stack */
+    PyObject *eth[2] = {NULL, NULL}, *r = NULL;
+    PyObject *outer = new_object(G.srv6_t);
     if (outer == NULL)
         return NULL;
-    PyObject *r = NULL;
-    Py_ssize_t ip_off, limit;
-    if (!PyTuple_CheckExact(outer) || PyTuple_GET_SIZE(outer) != 5 ||
-        ssize_arg(PyTuple_GET_ITEM(outer, 3), &ip_off) < 0 ||
-        ssize_arg(PyTuple_GET_ITEM(outer, 4), &limit) < 0 || ip_off < 0 || limit > n ||
-        ip_off > limit) {
-        r = Py_NewRef(Py_NotImplemented);
+    for (int i = 0; i < po->nops; i++) {
+        const Op *op = &po->ops[i];
+        if (op->obj < 0)
+            continue;
+        PyObject *v = make_value(po, i, b, ovals[i]);
+        if (v == NULL)
+            goto done;
+        if (op->obj == 1)
+            SLOT(outer, op->slot) = v;
+        else
+            eth[op->slot == G.frame_eth_dst ? 0 : 1] = v; /* configure: only these two */
+    }
+    if (srh_at >= 0) {
+        for (int i = 0; i < ps->nops; i++) {
+            if (ps->ops[i].obj < 0)
+                continue;
+            PyObject *v = make_value(ps, i, b + srh_at, svals[i]);
+            if (v == NULL)
+                goto done;
+            SLOT(outer, ps->ops[i].slot) = v;
+        }
+    } else {
+        SLOT(outer, G.srv6_segments_left) = PyLong_FromLong(0);
+        if (SLOT(outer, G.srv6_segments_left) == NULL)
+            goto done;
+    }
+    PyObject *segs = PyTuple_New(count);
+    if (segs == NULL)
+        goto done;
+    SLOT(outer, G.srv6_segments) = segs;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *seg = PyBytes_FromStringAndSize((const char *)b + seg_base + G.seg_len * i,
+                                                  G.seg_len);
+        if (seg == NULL)
+            goto done;
+        PyTuple_SET_ITEM(segs, i, seg);
+    }
+    if (eth[0] == NULL || eth[1] == NULL) {
+        PyErr_SetString(PyExc_SystemError, "_fastwire: outer program lacks Ethernet addresses");
         goto done;
     }
-    Py_ssize_t bo = ip_off + G.ip_len + G.udp_len;
-    if (limit - bo < G.bth_len) {
-        r = Py_NewRef(Py_NotImplemented);
-        goto done;
-    }
-    Program *pg = G.tables[T_INNER][stack_key(b + bo)];
-    if (pg == NULL || ip_off + pg->size > limit) {
-        r = Py_NewRef(Py_NotImplemented);
-        goto done;
-    }
-    r = run_decode(pg, src, b, ip_off, limit, PyTuple_GET_ITEM(outer, 0),
-                   PyTuple_GET_ITEM(outer, 1), PyTuple_GET_ITEM(outer, 2), verify);
+    r = run_decode(pg, src, b, off, limit, eth[0], eth[1], outer, verify);
 done:
+    Py_XDECREF(eth[0]);
+    Py_XDECREF(eth[1]);
     Py_DECREF(outer);
     return r;
 }
@@ -900,6 +1050,9 @@ static void clear_tables(void) {
             free_program(G.tables[t][k]);
             G.tables[t][k] = NULL;
         }
+    free_program(G.outer);
+    free_program(G.srh);
+    G.outer = G.srh = NULL;
 }
 
 #define BAD(...)                                                                              \
@@ -940,14 +1093,40 @@ static int parse_op(Program *pg, PyObject *t, Op *op) {
         BAD("field outside the stack");
     if (op->kind == K_O && pg->opcode == NULL)
         BAD("no opcode member");
-    if (pg->table == T_PACKET && (op->obj == 0 || op->src == SRC_ULEN))
-        BAD("packet stacks have no frame");
+    if (op->src == SRC_REG && op->reg < 0)
+        BAD("register source without register");
+    if ((pg->table == T_PACKET || pg->table == T_SRH) && op->obj == 0)
+        BAD("no frame object here");
     if (op->obj >= 0) {
         op->slot = member_offset(pg->types[op->obj], slot);
         if (op->slot < 0)
             return -1;
     } else if (slot != NULL || op->src == SRC_SLOT) {
         BAD("slot without object");
+    }
+    if (pg->table >= NTABLE && op->kind == K_O)
+        BAD("no opcode in SRv6 outer headers");
+    if (pg->table == T_OUTER && op->obj == 0 &&
+        (op->kind != K_B || (op->slot != G.frame_eth_dst && op->slot != G.frame_eth_src)))
+        BAD("the outer program sets only the frame's Ethernet addresses");
+    return 0;
+fail:
+    return -1;
+}
+
+static int parse_ops(Program *pg, PyObject *ops) {
+    if (!PyTuple_Check(ops) || PyTuple_GET_SIZE(ops) > MAXOPS)
+        BAD("bad ops");
+    pg->nops = (int)PyTuple_GET_SIZE(ops);
+    for (int i = 0; i < pg->nops; i++) {
+        if (parse_op(pg, PyTuple_GET_ITEM(ops, i), &pg->ops[i]) < 0) {
+            pg->nops = i; /* only parsed ops own a cached value */
+            return -1;
+        }
+        for (int j = 0; j < i; j++) /* each slot is stored once (no leaked references) */
+            if (pg->ops[i].obj >= 0 && pg->ops[j].obj == pg->ops[i].obj &&
+                pg->ops[j].slot == pg->ops[i].slot)
+                BAD("slot stored twice");
     }
     return 0;
 fail:
@@ -970,12 +1149,28 @@ static Program *parse_program(PyObject *t) {
         goto fail;
     }
     pg->opcode = Py_NewRef(opcode);
-    if (pg->table < 0 || pg->table >= NTABLE || key < 0 || key >= NKEYS || (pg->tsh & ~1) ||
+    if (pg->table < 0 || pg->table > T_SRH || key < 0 || key >= NKEYS || (pg->tsh & ~1) ||
         pg->size < 1 || pg->size > 4096)
         BAD("bad table, key or size");
-    if (pg->table == T_PACKET ? pg->ip_at != -1
-                              : (pg->ip_at < 0 || pg->ip_at + G.mask_len > pg->size))
+    if (pg->table == T_PACKET || pg->table >= NTABLE
+            ? pg->ip_at != -1
+            : (pg->ip_at < 0 || pg->ip_at + G.mask_len > pg->size))
         BAD("bad IPv6 offset");
+    if (pg->table >= NTABLE) { /* SRv6 outer: objects 0 frame, 1 Srv6Outer */
+        if ((pg->table == T_OUTER && pg->size != G.eth_len + G.ip_len) ||
+            (pg->table == T_SRH && pg->size != G.srh_len))
+            BAD("bad SRv6 outer program size");
+        pg->nobj = 2;
+        pg->types[0] = (PyTypeObject *)Py_NewRef(G.frame_t);
+        pg->types[1] = (PyTypeObject *)Py_NewRef(G.srv6_t);
+        if (parse_ops(pg, ops) < 0)
+            goto fail;
+        Program **slot = pg->table == T_OUTER ? &G.outer : &G.srh;
+        if (*slot != NULL)
+            BAD("duplicate program");
+        *slot = pg;
+        return pg;
+    }
     if (!PyTuple_Check(objects) || PyTuple_GET_SIZE(objects) < 1 ||
         PyTuple_GET_SIZE(objects) > MAXOBJ - OBJ_BTH)
         BAD("bad objects");
@@ -1008,17 +1203,8 @@ static Program *parse_program(PyObject *t) {
         if ((pg->none_slot[i] = member_offset(G.pkt_t, name)) < 0)
             goto fail;
     }
-    if (!PyTuple_Check(ops) || PyTuple_GET_SIZE(ops) > MAXOPS)
-        BAD("bad ops");
-    pg->nops = (int)PyTuple_GET_SIZE(ops);
-    for (int i = 0; i < pg->nops; i++) {
-        if (parse_op(pg, PyTuple_GET_ITEM(ops, i), &pg->ops[i]) < 0)
-            goto fail;
-        for (int j = 0; j < i; j++) /* each slot is stored once (no leaked references) */
-            if (pg->ops[i].obj >= 0 && pg->ops[j].obj == pg->ops[i].obj &&
-                pg->ops[j].slot == pg->ops[i].slot)
-                BAD("slot stored twice");
-    }
+    if (parse_ops(pg, ops) < 0)
+        goto fail;
     if (G.tables[pg->table][key] != NULL)
         BAD("duplicate program");
     G.tables[pg->table][key] = pg;
@@ -1041,8 +1227,7 @@ static PyObject *fw_configure(PyObject *self, PyObject *d) {
     for (int i = 0; i < NFUNC; i++)
         if (cfg_callable(d, refs[i], &G.ref[i]) < 0)
             return NULL;
-    if (cfg_callable(d, "srv6_outer", &G.srv6_outer) < 0 ||
-        cfg_callable(d, "srv6_tail", &G.srv6_tail) < 0 || cfg_callable(d, "crc32", &G.crc32) < 0)
+    if (cfg_callable(d, "crc32", &G.crc32) < 0)
         return NULL;
     if (cfg_type(d, "frame", &G.frame_t) < 0 || cfg_type(d, "packet", &G.pkt_t) < 0 ||
         cfg_type(d, "bth", &G.bth_t) < 0 || cfg_type(d, "srv6", &G.srv6_t) < 0)
@@ -1058,13 +1243,15 @@ static PyObject *fw_configure(PyObject *self, PyObject *d) {
         {"srh_len", &G.srh_len},         {"seg_len", &G.seg_len},
         {"icrc_len", &G.icrc_len},       {"pad_mask", &G.pad_mask},
         {"proto_udp", &G.proto_udp},     {"proto_ipv6", &G.proto_ipv6},
-        {"proto_routing", &G.proto_routing},
+        {"proto_routing", &G.proto_routing}, {"srh_unit", &G.srh_unit},
+        {"max_segments", &G.max_segments},
     };
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         if (cfg_size(d, sizes[i].name, sizes[i].out) < 0)
             return NULL;
     if (G.opcode_byte >= G.bth_len || G.tsh_byte >= G.bth_len || G.tsh_mask > 255 ||
-        G.ip_nh_byte >= G.ip_len || G.icrc_len != 4 || G.pad_mask > 255) {
+        G.ip_nh_byte >= G.ip_len || G.icrc_len != 4 || G.pad_mask > 255 || G.srh_unit < 1 ||
+        G.seg_len < 1 || G.seg_len % G.srh_unit || G.max_segments > 4096) {
         PyErr_SetString(PyExc_ValueError, "_fastwire.configure: inconsistent sizes");
         return NULL;
     }
@@ -1092,7 +1279,8 @@ static PyObject *fw_configure(PyObject *self, PyObject *d) {
         (G.frame_srv6 = member_offset(G.frame_t, "srv6")) < 0 ||
         (G.frame_eth_dst = member_offset(G.frame_t, "eth_dst")) < 0 ||
         (G.frame_eth_src = member_offset(G.frame_t, "eth_src")) < 0 ||
-        (G.srv6_segments = member_offset(G.srv6_t, "segments")) < 0)
+        (G.srv6_segments = member_offset(G.srv6_t, "segments")) < 0 ||
+        (G.srv6_segments_left = member_offset(G.srv6_t, "segments_left")) < 0)
         return NULL;
     PyObject *progs = cfg_get(d, "programs");
     if (progs == NULL)

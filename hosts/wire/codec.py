@@ -416,8 +416,6 @@ FAST = fastpath.install(
         "decode_frame": decode_frame_py,
         "encode_packet": encode_packet_py,
         "decode_packet": decode_packet_py,
-        "srv6_outer": _srv6_outer,
-        "srv6_tail": _srv6_tail,
     }
 )
 BACKEND = "python" if FAST is None else "c"
