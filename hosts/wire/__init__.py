@@ -33,7 +33,9 @@ Errors: decoding arbitrary bytes returns a packet or raises WireError (``.reason
 
 Bit layouts are defined once, in hosts.wire.layout; compile.py and stacks.py generate the
 codec from them, scapy_layers.py the scapy layers (tests/tools only), luagen.py the Wireshark
-dissector mrc.lua and docgen.py the tables of docs/wire-format.md. pcapgen.py is `mrcnet pcap`,
+dissector mrc.lua and docgen.py the tables of docs/wire-format.md. fastpath.py compiles the
+same plans into tables for the optional C fast path _fastwire.c (codec.BACKEND says whether it
+is in use; MRCNET_PURE_PYTHON=1 disables it). pcapgen.py is `mrcnet pcap`,
 bench.py `mrcnet bench codec`, samples.py holds sample packets. See docs/wire-format.md.
 """
 

@@ -8,6 +8,11 @@ input. Every decoding failure is a WireError with a reason and the byte offset.
 Derived fields: the encoder sets ``bth.pad`` (payload padding to 4 bytes) and ``bth.tsh``
 (TSETH present) on the packet it encodes, and computes IPv6 payload length, UDP length and
 the ICRC. The UDP checksum is sent as zero (RoCEv2 practice; the ICRC protects the payload).
+
+The functions here are the reference. When the optional C extension hosts/wire/_fastwire.c is
+built (and MRCNET_PURE_PYTHON is unset) the four public encode/decode names are rebound to its
+fast path, which runs the same layout plans and hands every unusual case back to these
+functions (see the end of this module, fastpath.py and docs/wire-format.md).
 """
 
 from __future__ import annotations
