@@ -66,6 +66,11 @@ class Framer:
 
     def encode(self, tx: TxPacket) -> int:
         """Encode ``tx`` into ``tx_buf``; return the frame length (0: cannot be sent)."""
+        return self.encode_into(tx, self.tx_view)
+
+    def encode_into(self, tx: TxPacket, buf: memoryview) -> int:
+        """Encode ``tx`` into ``buf`` (a frame-sized writable view); return the frame length
+        (0: cannot be sent)."""
         frame = self._frames[tx.port]
         frame.ip_dst = tx.dst_gid
         frame.dscp = self._dscp_by_id[id(tx.tclass)]  # enum hashing is a Python call
@@ -83,7 +88,7 @@ class Framer:
                 src=frame.ip_src, dst=usid_container(template, ev),
                 dscp=frame.dscp, ecn=frame.ecn, flow_label=0,
             )
-        return encode_frame(frame, tx.pkt, self.tx_buf)
+        return encode_frame(frame, tx.pkt, buf)
 
     def decode(self, data: memoryview, port: int) -> tuple[MrcPacket, RxMeta] | None:
         """Decode a received frame; None (and a counter) for anything not for this host."""
