@@ -23,6 +23,7 @@ between threads.
 from __future__ import annotations
 
 import errno
+import mmap
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,8 +79,8 @@ def slot_stride(frame_size: int) -> int:
 
 
 class RxBuffers:
-    """``nframes`` receive slots of ``frame_size`` bytes in one preallocated bytearray
-    (``stride`` bytes apart, see ``slot_stride``).
+    """``nframes`` receive slots of ``frame_size`` bytes in one preallocated buffer (anonymous
+    memory, ``stride`` bytes apart, see ``slot_stride``).
 
     After ``recv``, frame i is ``views[i][:lengths[i]]`` until the next call reuses the slot.
     ``recv_bytes`` uses the slots as scratch and returns each frame as its own bytes object
@@ -94,7 +95,9 @@ class RxBuffers:
         self.nframes = nframes
         self.frame_size = frame_size
         self.stride = slot_stride(frame_size)
-        self.buf = bytearray((nframes - 1) * self.stride + frame_size)
+        # Anonymous memory: pages are only backed once a frame lands in them (a bytearray is
+        # zero-filled up front: 4 MiB resident for the switch's 64 slots of 64 KiB).
+        self.buf = mmap.mmap(-1, (nframes - 1) * self.stride + frame_size)
         whole = memoryview(self.buf)
         self.views = [whole[i * self.stride : i * self.stride + frame_size] for i in range(nframes)]
         self.lengths = [0] * nframes
