@@ -36,7 +36,8 @@ FAST = codec.FAST
 needs_c = pytest.mark.skipif(
     FAST is None, reason=f"C fast path not loaded: {fastpath.why_missing()}"
 )
-PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -298,7 +299,7 @@ def test_bad_icrc_and_side_effects_fall_back() -> None:
 
 # ------------------------------------------------------------------ anything else
 @needs_c
-@PROPS
+@FUZZ
 @given(st.one_of(mutated(), st.binary(max_size=300)), st.booleans())
 def test_arbitrary_bytes_end_like_reference(data: bytes, verify: bool) -> None:
     assert FAST is not None
@@ -310,7 +311,7 @@ def test_arbitrary_bytes_end_like_reference(data: bytes, verify: bool) -> None:
 
 
 @needs_c
-@PROPS
+@FUZZ
 @given(
     st.one_of(st.sampled_from([s[62:-4] for s in SEEDS[:18]]), st.binary(max_size=200)),
     st.integers(-3, 220),
