@@ -499,3 +499,45 @@ def test_programs_cover_every_stack() -> None:
         if prog.table == fastpath.TABLE_ETH:
             stack = codec._ETH_STACKS.build(prog.key)
             assert stack is not None and stack.size == prog.size
+
+
+@needs_c
+def test_configure_rejects_programs_that_would_leave_the_stack() -> None:
+    """C validates every program (offsets, widths, slots) instead of trusting its input."""
+    assert FAST is not None
+    refs = {
+        "encode_frame": codec.encode_frame_py,
+        "decode_frame": codec.decode_frame_py,
+        "encode_packet": codec.encode_packet_py,
+        "decode_packet": codec.decode_packet_py,
+    }
+    good = fastpath.config(refs)
+    victim = good["programs"][0]
+    ops = victim[-1]
+
+    def corrupt(index: int, value: object) -> dict[str, Any]:
+        op = list(ops[0])
+        op[index] = value
+        prog = (*victim[:-1], (tuple(op), *ops[1:]))
+        return {**good, "programs": [prog]}
+
+    bad = [
+        corrupt(0, victim[3]),  # word starts at the end of the stack
+        corrupt(1, 3),  # no 3-byte words
+        corrupt(2, 60),  # shift beyond the word
+        corrupt(3, 65),  # width beyond 64 bits
+        corrupt(4, 9),  # unknown kind
+        corrupt(5, 7),  # object index out of range
+        corrupt(6, "no_such_slot"),
+        corrupt(10, 99),  # unknown register
+        {**good, "programs": [victim, victim]},  # duplicate
+        {**good, "mask": b"\xff"},
+    ]
+    try:
+        for config in bad:
+            with pytest.raises((ValueError, TypeError)):
+                FAST.configure(config)
+    finally:
+        FAST.configure(good)
+    data = codec.build_frame(plain_frame(), sample_packets()[0])
+    assert FAST.try_decode_frame(data) is not NotImplemented
