@@ -257,14 +257,21 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
     if (count < 0 || count > total - start)
         count = total - start;
     Py_ssize_t nlen = -1;
+    PyObject *lengths = NULL; /* a private tuple too: read again after each system call */
     if (lengths_obj != Py_None) {
         if (!PyList_Check(lengths_obj) && !PyTuple_Check(lengths_obj)) {
             Py_DECREF(frames);
             return PyErr_Format(PyExc_TypeError, "lengths must be a list, tuple or None");
         }
-        nlen = PySequence_Fast_GET_SIZE(lengths_obj);
+        lengths = PySequence_Tuple(lengths_obj);
+        if (lengths == NULL) {
+            Py_DECREF(frames);
+            return NULL;
+        }
+        nlen = PyTuple_GET_SIZE(lengths);
         if (nlen < start + count) {
             Py_DECREF(frames);
+            Py_DECREF(lengths);
             return PyErr_Format(PyExc_ValueError, "lengths holds %zd entries, frames need %zd",
                                 nlen, start + count);
         }
@@ -295,7 +302,7 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
                 break;
             Py_ssize_t len = views[held].len;
             if (nlen >= 0) {
-                PyObject *item = PySequence_Fast_GET_ITEM(lengths_obj, idx);
+                PyObject *item = PyTuple_GET_ITEM(lengths, idx);
                 Py_ssize_t want = PyLong_AsSsize_t(item);
                 if (want == -1 && PyErr_Occurred()) {
                     held++;
@@ -353,6 +360,7 @@ out:
     if (views != small_views)
         PyMem_Free(views);
     Py_DECREF(frames);
+    Py_XDECREF(lengths);
     return result;
 }
 
