@@ -7,6 +7,7 @@ imported only when their subcommand runs, so `mrcnet harvest` does not pay for g
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -50,11 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if module is None:
         print(f"mrcnet {args.command}: not available in this build", file=sys.stderr)
         return 2
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM (``timeout``, a CI runner, ``kill``) unwinds like Ctrl-C, so every command
+    removes the namespaces, links and processes it created on the way out."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
