@@ -61,10 +61,12 @@ def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace
         links = {1: link, 2: link} if link else None
         (h1, h2), sw = switch_star(kit, work, hosts=2, planes=1, links=links,
                                    trim_at=args.trim_at)
+        cpu_before = _process_cpu(sw.process.pid)
         res = run_transfer(kit, h1, h2, work, size, qp_type=qp_type, seed=seed, timeout=300,
                            app_args={"mpr": args.mpr, "mtu": args.mtu},
                            agent_extra={"cc_window": args.cc_window, "mtu": args.mtu,
                                         "metrics_interval": 10.0})
+        switch_cpu = _process_cpu(sw.process.pid) - cpu_before
         stats = sw.port_stats()
     if res.writer.get("errors") or not res.writer.get("bytes"):
         raise RuntimeError(f"transfer failed: {res.writer}")
@@ -77,7 +79,23 @@ def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace
         "packets_to_h2": stats[2]["tx_packets"],
         "extra_packets": max(0, stats[1]["rx_packets"] - data_packets),
         "switch_tail_drops": stats[2]["tail_drops"],
+        # CPU microseconds per data packet of each process (independent of machine load;
+        # the switch figure also covers the SACKs it forwards and its idle loop)
+        "cpu_us_per_packet": {
+            "writer": round(float(res.writer.get("cpu_seconds", 0.0)) / data_packets * 1e6, 2),
+            "sink": round(float(res.sink.get("cpu_seconds", 0.0)) / data_packets * 1e6, 2),
+            "switch": round(switch_cpu / data_packets * 1e6, 2),
+        },
     }
+
+
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used so far (0.0 if unreadable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,8 +8,12 @@ moves ``size`` bytes generated from ``seed`` in WRs of ``chunk``
 bytes with up to ``depth`` outstanding; the last WR is a WriteImm, whose receive completion
 tells the sink the data is complete. Each side writes a JSON result file:
 
-- writer: {"bytes", "seconds" (first post -> last completion), "goodput_bps", "errors"}
-- sink: {"bytes", "sha256" of the whole buffer, "seconds", "imm"}
+- writer: {"bytes", "seconds" (first post -> last completion), "goodput_bps", "errors",
+  "cpu_seconds"}
+- sink: {"bytes", "sha256" of the whole buffer, "seconds", "imm", "cpu_seconds"}
+
+``cpu_seconds`` is the CPU time of the whole agent process (loop and app threads) over the
+transfer: with the packet count it gives the per-packet cost independent of machine load.
 """
 
 from __future__ import annotations
@@ -118,13 +122,15 @@ def sink(ctx: Context, args: dict[str, Any]) -> int:
                _qp_attr(args))
     _publish(oob, f"{args['name']}-ready", {"qpn": qp.qpn})  # the writer may start now
     start = time.monotonic()
+    cpu0 = time.process_time()
     wcs = cq.wait(1, timeout)
     elapsed = time.monotonic() - start
+    cpu = time.process_time() - cpu0
     if not wcs or wcs[0].status != WcStatus.SUCCESS:
         _write_result(args, {"error": f"no WriteImm completion: {wcs!r}"})
         return 1
     _write_result(args, {"bytes": size, "sha256": hashlib.sha256(buf).hexdigest(),
-                         "seconds": elapsed, "imm": wcs[0].imm})
+                         "seconds": elapsed, "imm": wcs[0].imm, "cpu_seconds": cpu})
     return 0
 
 
@@ -148,6 +154,7 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
     posted = done = 0
     errors: list[str] = []
     start = time.monotonic()
+    cpu0 = time.process_time()
     deadline = start + timeout
     while done < len(offsets) and time.monotonic() < deadline:
         while posted < len(offsets) and posted - done < depth:
@@ -168,8 +175,9 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
         if errors:
             break
     elapsed = time.monotonic() - start
+    cpu = time.process_time() - cpu0
     ok = done == len(offsets) and not errors
     _write_result(args, {"bytes": size if ok else 0, "seconds": elapsed,
                          "goodput_bps": size * 8 / elapsed if ok and elapsed > 0 else 0.0,
-                         "errors": errors, "completed_wrs": done})
+                         "errors": errors, "completed_wrs": done, "cpu_seconds": cpu})
     return 0 if ok else 1
