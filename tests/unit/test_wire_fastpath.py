@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import zlib
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from typing import Any
 
@@ -505,7 +506,7 @@ def test_programs_cover_every_stack() -> None:
 def test_configure_rejects_programs_that_would_leave_the_stack() -> None:
     """C validates every program (offsets, widths, slots) instead of trusting its input."""
     assert FAST is not None
-    refs = {
+    refs: dict[str, Callable[..., Any]] = {
         "encode_frame": codec.encode_frame_py,
         "decode_frame": codec.decode_frame_py,
         "encode_packet": codec.encode_packet_py,
