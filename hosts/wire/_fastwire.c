@@ -53,7 +53,8 @@ typedef struct {
     int has_expect;   /* decoded value must equal expect */
     uint64_t expect;
     int reg;          /* R_* the decoded value is copied to, -1: none */
-    PyObject *last;   /* byte fields: the last decoded value, reused while the bytes repeat */
+    PyObject *last;   /* the last decoded value object, reused while the value repeats */
+    uint64_t last_val; /* its value (integer fields) */
 } Op;
 
 typedef struct {
@@ -452,8 +453,28 @@ static PyObject *source_view(Source *src) {
     return src->view;
 }
 
-/* Addresses repeat from packet to packet of a flow: hand out the same (immutable) bytes
- * object while they do instead of a new one each time. */
+/* view[lo:hi] for a flat byte memoryview (1-D, itemsize 1, contiguous: checked by the caller
+ * through byte_buffer on the same object). A new view of the same managed buffer, narrowed the
+ * way memoryview slicing narrows one (its .obj is the viewed object), without the slice and
+ * index objects of the generic path. */
+static PyObject *view_slice(PyObject *view, Py_ssize_t lo, Py_ssize_t hi) {
+    PyMemoryViewObject *src = (PyMemoryViewObject *)view;
+    if (src->view.ndim != 1 || src->view.itemsize != 1 || src->view.shape == NULL ||
+        (src->view.strides != NULL && src->view.strides[0] != 1) || lo < 0 || hi < lo ||
+        hi > src->view.len)
+        return PySequence_GetSlice(view, lo, hi);
+    PyObject *out = PyMemoryView_FromObject(view);
+    if (out == NULL)
+        return NULL;
+    PyMemoryViewObject *mv = (PyMemoryViewObject *)out;
+    mv->view.buf = (char *)mv->view.buf + lo;
+    mv->view.len = hi - lo;
+    mv->view.shape[0] = hi - lo;
+    return out;
+}
+
+/* Addresses, QPs, ports, keys repeat from packet to packet of a flow: hand out the same
+ * (immutable) bytes or int object while they do instead of a new one each time. */
 static PyObject *decode_bytes(Op *op, const uint8_t *p) {
     PyObject *last = op->last;
     if (last != NULL && memcmp(PyBytes_AS_STRING(last), p, (size_t)op->size) == 0)
@@ -483,19 +504,33 @@ static int scan(const Program *pg, const uint8_t *s, uint64_t *vals, uint64_t *r
     return 0;
 }
 
+static inline long long sign_extend(uint64_t x, int width) {
+    uint64_t half = (uint64_t)1 << (width - 1);
+    return (long long)((x ^ half) - half);
+}
+
 /* The Python value of field i (scanned value x; byte fields read at s). New reference. */
 static PyObject *make_value(Program *pg, int i, const uint8_t *s, uint64_t x) {
     const Op *op = &pg->ops[i];
     switch (op->kind) {
     case K_B: return decode_bytes(&pg->ops[i], s + op->off);
-    case K_S: {
-        uint64_t half = (uint64_t)1 << (op->width - 1);
-        return PyLong_FromLongLong((long long)((x ^ half) - half));
-    }
     case K_F: return Py_NewRef(x ? Py_True : Py_False);
     case K_O: return Py_NewRef(pg->opcode);
-    default: return PyLong_FromUnsignedLongLong(x);
+    default: break;
     }
+    if (x < 256) /* CPython's small ints are shared anyway */
+        return op->kind == K_S ? PyLong_FromLongLong(sign_extend(x, op->width))
+                               : PyLong_FromUnsignedLongLong(x);
+    Op *w = &pg->ops[i];
+    if (w->last != NULL && w->last_val == x)
+        return Py_NewRef(w->last);
+    PyObject *v = op->kind == K_S ? PyLong_FromLongLong(sign_extend(x, op->width))
+                                  : PyLong_FromUnsignedLongLong(x);
+    if (v != NULL) {
+        Py_XSETREF(w->last, Py_NewRef(v));
+        w->last_val = x;
+    }
+    return v;
 }
 
 /* Decode one stack at b[start:limit] (caller: start + pg->size <= limit <= buffer length).
@@ -572,7 +607,7 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
     PyObject *payload;
     if (slice) {
         PyObject *view = source_view(src);
-        payload = view == NULL ? NULL : PySequence_GetSlice(view, pay_lo, pay_hi);
+        payload = view == NULL ? NULL : view_slice(view, pay_lo, pay_hi);
     } else {
         payload = PyBytes_FromStringAndSize(NULL, 0);
     }
