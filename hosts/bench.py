@@ -8,9 +8,24 @@ bytes / (first post -> last completion); the sink checks the data (sha256). Two 
 - ``unlimited``: no rate limit on the switch ports;
 - ``link_1g``: the switch's egress towards both hosts is an emulated 1 Gb/s link.
 
-``link_1g_ratio`` = link_1g_bps / 1e9. Each case runs ``--runs`` times; the median is reported
+``link_1g_ratio`` = link_1g_bps / 1e9 (a 4096-byte payload travels in a 4194-byte frame, so the
+emulated link's ceiling is 0.977). Each case runs ``--runs`` times; the median is reported
 (the machine is shared, single runs are noisy). Needs root. Prints one JSON object with
 ``--json`` and saves it under results/bench/.
+
+Window and queue. Without NSCC (a separate issue) the sender's window is fixed. The window
+must cover bandwidth x RTT, and the RTT of this emulation is set by three Python processes
+sharing two cores: it is milliseconds, not microseconds (measured: srtt 2-6 ms with 64 packets
+in flight). A 256 KiB window therefore capped goodput at about 0.45 Gb/s whatever the link,
+and a larger window also lets every process work in larger batches (fewer wake-ups per
+packet). The default is no CC window: the MPR window (``--mpr`` 8 = 1024 PSNs = 4 MiB) is
+the limit, as for an MRC QP without congestion control; the 1 Gb/s link's queues hold that
+window (``--qpkts`` 1024), so the figure measures how well the transport fills the link, not
+how a fixed window fares against a shallow queue. ``--cc-window`` and ``--qpkts`` reproduce
+other settings (the previous defaults were 256 KiB and 128).
+
+``cpu_us_per_packet`` (per run) is the CPU time of the writer, the sink and the switch per
+data packet: unlike goodput it barely depends on the load of the machine.
 """
 
 from __future__ import annotations
@@ -35,15 +50,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs per case (median reported)")
     parser.add_argument("--qp-type", choices=("MRC", "RC"), default="MRC")
     parser.add_argument("--mpr", type=int, default=8, help="MPR in units of 128 PSNs")
-    parser.add_argument("--cc-window", type=int, default=256 << 10,
-                        help="bytes in flight per QP of the fixed-window CC (default 256 KiB: "
-                             "without NSCC an unbounded window only builds queues)")
+    parser.add_argument("--cc-window", type=int, default=0,
+                        help="bytes in flight per QP of the fixed-window CC (default 0: none, "
+                             "the MPR window alone limits; see the module docstring)")
     parser.add_argument("--trim-at", type=int, default=0,
                         help="switch trims trimmable packets at this queue depth (default 0: "
                              "never; without NSCC pacing, window-sized bursts would be trimmed)")
-    parser.add_argument("--qpkts", type=int, default=128,
-                        help="packets per queue of the 1 Gb/s link (default 128: holds the "
-                             "default window)")
+    parser.add_argument("--qpkts", type=int, default=1024,
+                        help="packets per queue of the 1 Gb/s link (default 1024: holds a "
+                             "whole MPR window, so a sender without NSCC sees no tail drops)")
     parser.add_argument("--mtu", type=int, default=4096,
                         help="path MTU (payload bytes per packet; veths carry up to 8192)")
     parser.add_argument("--results", default="results/bench", help="folder for the saved JSON")
@@ -64,8 +79,9 @@ def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace
         cpu_before = _process_cpu(sw.process.pid)
         res = run_transfer(kit, h1, h2, work, size, qp_type=qp_type, seed=seed, timeout=300,
                            app_args={"mpr": args.mpr, "mtu": args.mtu},
-                           agent_extra={"cc_window": args.cc_window, "mtu": args.mtu,
-                                        "metrics_interval": 10.0})
+                           agent_extra={**({"cc_window": args.cc_window} if args.cc_window
+                                           else {}),
+                                        "mtu": args.mtu, "metrics_interval": 10.0})
         switch_cpu = _process_cpu(sw.process.pid) - cpu_before
         stats = sw.port_stats()
     if res.writer.get("errors") or not res.writer.get("bytes"):
@@ -119,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         "qp_type": args.qp_type,
         "size_bytes": size,
         "runs": cases,
-        "settings": {"mpr": args.mpr, "cc_window": args.cc_window, "trim_at": args.trim_at,
+        "settings": {"mpr": args.mpr, "cc_window": args.cc_window or None, "trim_at": args.trim_at,
                      "link": link_spec, "mtu": args.mtu},
     }
     out_dir = Path(args.results)

@@ -10,6 +10,7 @@ open, which is what orchestrators wait for.
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import importlib
 import os
@@ -88,9 +89,16 @@ def main(argv: list[str] | None = None) -> int:
     print(f"agent {config.name} ready", flush=True)
     for t in threads:
         t.start()
+    profile_path = os.environ.get("MRCNET_AGENT_PROFILE")  # developers: cProfile the loop
+    profiler = cProfile.Profile() if profile_path else None
     try:
-        agent.run()
+        if profiler is not None:
+            profiler.runcall(agent.run)
+        else:
+            agent.run()
     finally:
+        if profiler is not None and profile_path:
+            profiler.dump_stats(f"{profile_path}.{config.name}")
         if ctl is not None:
             ctl.close()
         agent.stop()
