@@ -6,6 +6,8 @@ and store these ints instead (the codec accepts either, and an int equals its en
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from common.classes import TrafficClass
 from hosts.wire import Opcode
 
@@ -35,3 +37,12 @@ IMM_LAST_OPS = frozenset({OP_WRITE_LAST_IMM, OP_WRITE_ONLY_IMM})
 TC_DATA = TrafficClass.TRIMMABLE
 TC_RETX = TrafficClass.TRIMMABLE_RETX
 TC_CONTROL = TrafficClass.CONTROL
+
+
+def require_fields(cls: type, names: str, user: str) -> None:
+    """Guard for slot-store construction (``object.__new__`` + one store per field) on the
+    per-packet paths: fail at import if ``cls`` gains, loses or renames a field, which would
+    otherwise surface as an AttributeError much later."""
+    have = tuple(f.name for f in fields(cls))
+    if have != tuple(names.split()):
+        raise ImportError(f"{cls.__name__} fields changed: {have}; update {user}")

@@ -11,7 +11,6 @@ ACK/NAK and never reads SACK bitmaps.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from hosts.transport.cc import NackFeedback, SackFeedback
@@ -27,6 +26,7 @@ from hosts.transport.ops import (
     TC_CONTROL,
     TC_DATA,
     TC_RETX,
+    require_fields,
 )
 from hosts.transport.psn import (
     PSN_MASK,
@@ -67,16 +67,13 @@ _new = object.__new__
 
 
 def _check_fields(cls: type, names: str) -> None:
-    """Guard for the slot-store construction in ``_build``: fail at import if a class gains,
-    loses or renames a field (a missed slot would raise AttributeError much later)."""
-    have = tuple(f.name for f in fields(cls))
-    if have != tuple(names.split()):
-        raise ImportError(f"{cls.__name__} fields changed: {have}; update requester._build")
+    require_fields(cls, names, "requester._build")
 
 
 _check_fields(Bth, "opcode se m pad tver pkey fecn becn dest_qp ack_req rtx tsh psn")
 _check_fields(Meth, "rqmsn msn")
 _check_fields(Reth, "va rkey dma_len")
+_check_fields(Tseth, "tx_timestamp tsr ftype")
 _check_fields(
     MrcPacket,
     "bth meth tseth reth immdt aeth seth cc_state neth peth erth eeth payload trimmed",
@@ -349,7 +346,14 @@ class Requester:
         pkt = _new(MrcPacket)
         pkt.bth = bth
         pkt.meth = meth
-        pkt.tseth = Tseth(int(now * TS_PER_SECOND) & 0xFFFF) if self.use_ts else None
+        if self.use_ts:
+            tseth = _new(Tseth)
+            tseth.tx_timestamp = int(now * TS_PER_SECOND) & 0xFFFF
+            tseth.tsr = False
+            tseth.ftype = 0
+            pkt.tseth = tseth
+        else:
+            pkt.tseth = None
         pkt.reth = reth
         pkt.immdt = ImmDt(w.imm) if last and w.is_imm else None
         pkt.aeth = pkt.seth = pkt.cc_state = pkt.neth = pkt.peth = pkt.erth = pkt.eeth = None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hosts.transport.ops import IMM_LAST_OPS
+from hosts.transport.ops import IMM_LAST_OPS, OP_SACK, require_fields
 from hosts.transport.psn import (
     MASK64,
     PSN_MASK,
@@ -41,6 +41,20 @@ from hosts.wire import Aeth, Bth, CcState, MrcPacket, NackReason, Neth, Opcode, 
 
 if TYPE_CHECKING:
     from hosts.transport.qp import Qp
+
+_new = object.__new__
+require_fields(Bth, "opcode se m pad tver pkey fecn becn dest_qp ack_req rtx tsh psn", "Responder._sack")
+require_fields(
+    Seth,
+    "m pr ack_psn_offset entropy src_id dst_id cack_psn cc_type cc_flags mpr sack_offset bitmap",
+    "Responder._sack",
+)
+require_fields(CcState, "tx_timestamp ooo_count restore rcv_cwnd_pen rcvd_bytes", "Responder._sack")
+require_fields(
+    MrcPacket,
+    "bth meth tseth reth immdt aeth seth cc_state neth peth erth eeth payload trimmed",
+    "Responder._sack",
+)
 
 RC_ACK = 0x1F  # AETH syndrome: ACK (credit field unused)
 RC_NAK_SEQ = 0x60
@@ -246,26 +260,39 @@ class Responder:
             off = 0
         if self.svc:
             ts = (ts + int((now - arrived) * TS_PER_SECOND)) & TS_MASK
-        pkt = MrcPacket(
-            Bth(opcode=Opcode.SACK, dest_qp=qp.dest_qpn, psn=cack & PSN_MASK),
-            seth=Seth(
-                m=m,
-                pr=pr,
-                ack_psn_offset=off,
-                entropy=ev,
-                cack_psn=cack & PSN_MASK,
-                mpr=(self.adv_mpr >> 7) if self.dyn_mpr else 0,
-                sack_offset=base_rel + 1,
-                bitmap=(self.rbits >> base_rel) & MASK64,
-            ),
-            cc_state=CcState(
-                tx_timestamp=ts,
-                ooo_count=self.ooo & 0x7FFF,
-                restore=self.restore,
-                rcv_cwnd_pen=self.penalty,
-                rcvd_bytes=(self.rcvd_bytes >> 8) & PSN_MASK,
-            ),
-        )
+        # One SACK per few data packets: built with object.__new__ and slot stores (no
+        # __init__ frames); require_fields below keeps the stores complete.
+        bth = _new(Bth)
+        bth.opcode = OP_SACK
+        bth.se = bth.m = bth.fecn = bth.becn = bth.ack_req = bth.rtx = bth.tsh = False
+        bth.pad = bth.tver = 0
+        bth.pkey = 0xFFFF
+        bth.dest_qp = qp.dest_qpn
+        bth.psn = cack & PSN_MASK
+        seth = _new(Seth)
+        seth.m = m
+        seth.pr = pr
+        seth.ack_psn_offset = off
+        seth.entropy = ev
+        seth.src_id = seth.dst_id = seth.cc_type = seth.cc_flags = 0
+        seth.cack_psn = cack & PSN_MASK
+        seth.mpr = (self.adv_mpr >> 7) if self.dyn_mpr else 0
+        seth.sack_offset = base_rel + 1
+        seth.bitmap = (self.rbits >> base_rel) & MASK64
+        cc = _new(CcState)
+        cc.tx_timestamp = ts
+        cc.ooo_count = self.ooo & 0x7FFF
+        cc.restore = self.restore
+        cc.rcv_cwnd_pen = self.penalty
+        cc.rcvd_bytes = (self.rcvd_bytes >> 8) & PSN_MASK
+        pkt = _new(MrcPacket)
+        pkt.bth = bth
+        pkt.seth = seth
+        pkt.cc_state = cc
+        pkt.meth = pkt.tseth = pkt.reth = pkt.immdt = pkt.aeth = pkt.neth = None
+        pkt.peth = pkt.erth = pkt.eeth = None
+        pkt.payload = b""
+        pkt.trimmed = False
         self.pending = 0
         self.ack_deadline = None
         qp.count("tx_sack")
