@@ -241,7 +241,8 @@ static int int_equals(PyObject *o, long long v) {
     return !overflow && x == v;
 }
 
-/* Exact non-negative int argument; 0 ok, -1 not handled here (no exception left set). */
+/* Exact int argument of a sane size (offsets: no overflow when a few KB are added to it);
+ * 0 ok, -1 not handled here (no exception left set). */
 static int ssize_arg(PyObject *o, Py_ssize_t *out) {
     if (!PyLong_CheckExact(o))
         return -1;
@@ -250,6 +251,8 @@ static int ssize_arg(PyObject *o, Py_ssize_t *out) {
         PyErr_Clear();
         return -1;
     }
+    if (v > PY_SSIZE_T_MAX / 4 || v < -(PY_SSIZE_T_MAX / 4))
+        return -1;
     *out = v;
     return 0;
 }
