@@ -241,7 +241,7 @@ class Dataplane:
         pending: dict[int, list[bytes]] = {n: [] for n in ports}  # fast-path frames per port
         pending_get = pending.get
         dirty: list[int] = []  # ports with pending frames, in first-use order
-        tx: list[tuple[int, bytes]] = []
+        tx: dict[int, list[bytes]] = {}  # frames the emulated links delivered, per port
         rx: list[tuple[int, bytes]] = []
         wait = _select_wait if max(read_fds) < _FD_SETSIZE else _poll_wait(read_fds)
         with self._direct:
@@ -250,15 +250,16 @@ class Dataplane:
         try:
             while not self._stopping:
                 now = clock()
-                tm.service(now, tx, rx)
+                tm.service_into(now, tx, rx)
                 if rx:
                     for port, data in rx:
                         process(data, port, now)
                     rx.clear()
-                    tm.service(now, tx, rx)  # unshaped egress of what was just processed
-                if tx:
-                    self._send(tx)
-                    tx.clear()
+                    tm.service_into(now, tx, rx)  # unshaped egress of what was just processed
+                for port, frames in tx.items():
+                    if frames:
+                        self._send_port(port, frames)
+                        frames.clear()
                 deadline = tm.next_deadline()
                 if deadline is None:
                     timeout: float | None = None
@@ -418,21 +419,6 @@ class Dataplane:
             for i, data in enumerate(frames):
                 if i not in failed:
                     self._capture_tx(port, data)
-
-    def _send(self, tx: list[tuple[int, bytes]]) -> None:
-        """Hand frames the emulated links delivered to their sockets, one batch per run of
-        consecutive frames for the same port (``TrafficManager.service`` groups by port)."""
-        batch: list[bytes] = []
-        current = -1
-        for port, data in tx:
-            if port != current:
-                if batch:
-                    self._send_port(current, batch)
-                    batch = []
-                current = port
-            batch.append(data)
-        if batch:
-            self._send_port(current, batch)
 
     def close(self) -> None:
         """Close captures, sockets and the wake pipe; idempotent."""

@@ -10,7 +10,9 @@ started only after every port is open) and the log says "ready". Exit codes: 0 c
 from __future__ import annotations
 
 import argparse
+import cProfile
 import logging
+import os
 import random
 import signal
 import sys
@@ -169,9 +171,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.device_id,
         ", ".join(f"{n}={p.ifname}" for n, p in sorted(ports.items())),
     )
+    profile_path = os.environ.get("MRCNET_SWITCH_PROFILE")  # developers: cProfile the loop
+    profiler = cProfile.Profile() if profile_path else None
     try:
-        dp.run()
+        if profiler is not None:
+            profiler.runcall(dp.run)
+        else:
+            dp.run()
     finally:
+        if profiler is not None:
+            profiler.dump_stats(f"{profile_path}.{args.name}")
         server.stop()
         dp.close()
         log.info("stopped")

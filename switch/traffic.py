@@ -142,6 +142,7 @@ class Shaper:
         "_qpkts_lim",
         "_rng",
         "backlog",
+        "busy",
         "config",
         "direct",
         "inflight",
@@ -169,6 +170,7 @@ class Shaper:
         self.queues: list[deque[tuple[float, bytes]]] = [deque() for _ in range(nqueues)]
         self.qbytes = [0] * nqueues
         self.backlog = 0  # packets queued over all queues
+        self.busy = 0  # bit p set: queue p is not empty (the scheduler looks at these only)
         self.inflight: deque[tuple[float, bytes]] = deque()  # (deliver_at, frame), wire order
         self._on_wire: tuple[float, bytes] | None = None  # inflight entry of the last frame sent
         self.wire_free_at = 0.0
@@ -237,6 +239,7 @@ class Shaper:
             q.clear()
             self.qbytes[prio] = 0
         self.backlog = 0
+        self.busy = 0
         st.down_drops += len(self.inflight)
         self.inflight.clear()
 
@@ -276,6 +279,7 @@ class Shaper:
         q.append((now, data))
         self.qbytes[priority] = nbytes
         self.backlog += 1
+        self.busy |= 1 << priority
         if trimmed:
             qs.trims += 1
         if ecn:
@@ -313,30 +317,35 @@ class Shaper:
     def _transmit(self, now: float) -> None:
         """Move packets from the queues onto the wire while the wire is free at ``now``."""
         queues = self.queues
-        top = self.nqueues - 1
         while self.backlog and self.wire_free_at <= now:
             t = self.wire_free_at
             chosen = -1
             earliest = now
-            for prio in range(top, -1, -1):
-                q = queues[prio]
-                if q:
-                    arrival = q[0][0]
-                    if arrival <= t:
-                        chosen = prio
-                        break
-                    if arrival < earliest:
-                        earliest = arrival
+            rest = self.busy  # non-empty queues, highest priority first
+            while rest:
+                prio = rest.bit_length() - 1
+                rest ^= 1 << prio
+                arrival = queues[prio][0][0]
+                if arrival <= t:
+                    chosen = prio
+                    break
+                if arrival < earliest:
+                    earliest = arrival
             if chosen < 0:
                 # The wire idled: nothing had arrived when it became free. The first packet
                 # to arrive afterwards starts at its arrival; priority among ties.
                 t = earliest
-                for prio in range(top, -1, -1):
-                    q = queues[prio]
-                    if q and q[0][0] <= t:
+                rest = self.busy
+                while rest:
+                    prio = rest.bit_length() - 1
+                    rest ^= 1 << prio
+                    if queues[prio][0][0] <= t:
                         chosen = prio
                         break
-            _arrival, data = queues[chosen].popleft()
+            q = queues[chosen]
+            _arrival, data = q.popleft()
+            if not q:
+                self.busy &= ~(1 << chosen)
             size = len(data)
             self.qbytes[chosen] -= size
             self.backlog -= 1
@@ -486,6 +495,23 @@ class TrafficManager:
                 if buf:
                     tx.extend((port, d) for d in buf)
                     buf.clear()
+        self._service_ingress(now, rx)
+
+    def service_into(
+        self, now: float, tx: dict[int, list[bytes]], rx: list[tuple[int, bytes]]
+    ) -> None:
+        """``service`` for the data-plane loop: egress frames go to ``tx[port]``, each port's
+        list ready for one batched send (no (port, frame) tuple per frame)."""
+        for port, sh in self.egress.items():
+            if sh.backlog or sh.inflight:
+                out = tx.get(port)
+                if out is None:
+                    out = tx[port] = []
+                sh.service(now, out)
+        self._service_ingress(now, rx)
+
+    def _service_ingress(self, now: float, rx: list[tuple[int, bytes]]) -> None:
+        buf: list[bytes] = []
         for port in tuple(self.ingress_shaped):
             sh = self.ingress[port]
             sh.service(now, buf)
