@@ -49,9 +49,19 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 	@echo "installed: $(VENV) (Python deps) and Debian packages"
 
+# Per-packet code with a C accelerator (common/cext.py) keeps a pure-Python reference: the
+# second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
+# skipped when PYTEST_ARGS selects tests.
+PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_pktio.py tests/unit/test_agent_loop.py
+
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$rc
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; \
+	[ $$rc -eq 0 ] || exit $$rc; \
+	[ -z "$(PYTEST_ARGS)" ] || exit 0; \
+	echo "pure-Python reference pass (MRCNET_PURE_PYTHON=1)"; \
+	MRCNET_PURE_PYTHON=1 $(PY) -m pytest -q $(PURE_TESTS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then rc=0; fi; exit $$rc
 
 test-unit: install
 	$(PY) -m pytest -m "not emulation" $(PYTEST_ARGS)
