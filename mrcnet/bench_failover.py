@@ -44,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ack-timeout", type=int, default=17,
                         help="QP local ACK timeout exponent (1.024 us x 2^N; 17 = 134 ms)")
     parser.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
-                        help="core timing knob for the agents (mrcnet/fabric/hostjobs.py "
-                             "CORE_TUNING), e.g. per_packet_timeout=0.03")
+                        help="transport-core knob for the agents (hosts/agent/config.py "
+                             "CORE_KNOBS), e.g. per_packet_timeout=0.03")
     parser.add_argument("--json", action="store_true")
 
 
@@ -120,9 +120,14 @@ def run_one(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
     size = parse_size(args.size)
     opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
                       cp_delay=args.cp_delay, sample_interval=0.2)
+    from hosts.agent.config import ConfigError, parse_core
+
     for item in args.tune:
         key, _, value = item.partition("=")
-        opts.core_tuning[key] = float(value)
+        try:
+            opts.core_tuning.update(parse_core({key: value}, "--tune"))
+        except ConfigError as exc:
+            raise SystemExit(f"bench failover: {exc}") from None
     fab = Fabric(opts)
     try:
         fab.start()

@@ -10,10 +10,15 @@ Example::
                         "slots": [{"base": 256, "ev_shift": 0, "ev_width": 4}]}},
      "mtu": 4096, "qlog_dir": "/tmp/qlog", "metrics_interval": 1.0,
      "classes": {"TRIMMABLE": 10, ...},   # optional DSCP overrides
+     "core": {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25},  # optional, CORE_KNOBS
      "apps": [{"target": "hosts.agent.apps:sink", "args": {...}}]}
 
 Port i of the list is NIC port i, which is plane i. ``neighbor_mac`` is the static next-hop MAC
 (the switch port or, host to host, the peer NIC). Errors name the offending field.
+
+``core`` sets timing knobs of the transport core (hosts.transport.HostConfig). Their defaults
+are sized for real NICs (a 20 us SACK delay, EV probes every 1 ms, endpoint answers awaited
+5 ms); an emulated fabric whose RTTs are milliseconds may need longer ones.
 """
 
 from __future__ import annotations
@@ -61,12 +66,58 @@ class AgentConfig:
     evs_per_plane: int = 16  # size of the default EV profile (id 0) on every plane
     seed: int = 1  # the core's deterministic rotation / request-id seed
     cc_window: int = 1 << 30  # bytes in flight per QP of the default (fixed-window) CC
+    core: dict[str, float | int | None] = field(default_factory=dict)  # CORE_KNOBS overrides
 
     def gid_port(self, gid: bytes) -> int | None:
         for i, p in enumerate(self.ports):
             if p.gid == gid:
                 return i
         return None
+
+
+# Transport-core knobs an agent config may set: name -> (type, minimum, maximum, None allowed)
+CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
+    "ack_coalesce": (int, 1, 64, False),  # SACK after this many in-order packets ...
+    "ack_delay": (float, 0.0, 1.0, False),  # ... or this long after the first one (s)
+    "reorder_threshold": (int, 1, 1 << 16, False),  # fast-loss reordering threshold (packets)
+    "probe_after": (float, 0.0, 60.0, True),  # quiet time before a reliability probe (s)
+    "per_packet_timeout": (float, 0.0, 60.0, True),  # optional per-packet timer (s)
+    "ev_probe_interval": (float, 1e-6, 60.0, False),  # EV probes of ASSUMED_BAD EVs (s)
+    "endpoint_timeout": (float, 1e-6, 60.0, False),  # endpoint request answer timeout (s)
+    "endpoint_retries": (int, 0, 100, False),  # port status update retransmissions
+    "rx_penalty": (int, 0, 127, False),  # responder backpressure (CC_STATE rcv_cwnd_pen)
+}
+
+
+def parse_core(raw: Any, where: str = "config.core") -> dict[str, float | int | None]:
+    """Validate transport-core knob overrides (CORE_KNOBS) into a dict for HostConfig."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be an object")
+    out: dict[str, float | int | None] = {}
+    for key, value in raw.items():
+        spec = CORE_KNOBS.get(key)
+        if spec is None:
+            raise ConfigError(f"{where}: unknown knob {key!r} (known: {', '.join(CORE_KNOBS)})")
+        kind, low, high, optional = spec
+        w = f"{where}.{key}"
+        if value is None:
+            if not optional:
+                raise ConfigError(f"{w}: may not be null")
+            out[key] = None
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ConfigError(f"{w}: not a number: {value!r}")
+        if kind is int:
+            number: float | int = _int(value, w)
+        else:
+            try:
+                number = float(value)
+            except ValueError:
+                raise ConfigError(f"{w}: not a number: {value!r}") from None
+        if not low <= number <= high:  # also rejects NaN
+            raise ConfigError(f"{w}: {low:g}..{high:g}, got {value!r}")
+        out[key] = number
+    return out
 
 
 _EV_MODES = {"ecmp": EvMode.ECMP, "udp": EvMode.ECMP, "structured": EvMode.STRUCTURED,
@@ -173,6 +224,7 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
         mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
         netns=d.get("netns"), apps=tuple(apps), rx_batch=batch, evs_per_plane=evs,
         seed=_int(d.get("seed", 1), "config.seed"), cc_window=window,
+        core=parse_core(d.get("core", {})),
     )
 
 

@@ -20,6 +20,7 @@ def host_config(config: AgentConfig) -> HostConfig:
         mtu=config.mtu,
         seed=config.seed,
         default_cc_window=config.cc_window,
+        **config.core,  # type: ignore[arg-type]  # names and types checked by parse_core
     )
 
 

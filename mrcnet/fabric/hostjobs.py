@@ -156,28 +156,8 @@ def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
     write_json(result, out)
 
 
-# Core timing knobs the fabric may tune for the emulation's RTTs (milliseconds at 100 Mb/s,
-# more under CPU contention): the core's defaults (1 ms EV-probe interval, 5 ms endpoint
-# timeout) are sized for real NICs, and here they turn every late probe answer into a
-# timeout and a new probe. The agent config has no field for them, so they are set on the
-# running core's HostConfig before any QP exists.
-CORE_TUNING = ("ev_probe_interval", "endpoint_timeout", "endpoint_retries", "probe_after",
-               "per_packet_timeout")
-
-
-def tune_core(ctx: Context, tuning: dict[str, Any]) -> None:
-    config = ctx.agent.core.config  # type: ignore[attr-defined]
-    for key, value in tuning.items():
-        if key not in CORE_TUNING:
-            raise ValueError(f"core_tuning: unknown key {key!r} (known: {', '.join(CORE_TUNING)})")
-        current = getattr(config, key)
-        kind = float if current is None else type(current)  # optional knobs default to None
-        ctx.agent.call(setattr, config, key, kind(value))
-
-
 def serve(ctx: Context, args: dict[str, Any]) -> int:
     """Run every job file that appears in ``args["jobs_dir"]`` until ``STOP`` appears there."""
-    tune_core(ctx, dict(args.get("core_tuning", {})))
     jobs_dir = Path(str(args["jobs_dir"]))
     jobs_dir.mkdir(parents=True, exist_ok=True)
     started: set[str] = set()

@@ -64,8 +64,11 @@ class RunOptions:
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
     sample_interval: float = 0.5
-    # EV probes every 50 ms, answers awaited 250 ms (see mrcnet/fabric/hostjobs.py)
-    core_tuning: dict[str, float] = field(
+    # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
+    # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
+    # the emulation's millisecond RTTs every late probe answer would become a timeout and a
+    # new probe: EV probes every 50 ms, answers awaited 250 ms.
+    core_tuning: dict[str, float | int | None] = field(
         default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
 
 
@@ -205,10 +208,10 @@ class Fabric:
             "mtu": self.plan.topo.fabric.mtu,
             "qlog_dir": str(self.run_dir / "qlog"),
             "cc_window": self.opts.window,
+            "core": dict(self.opts.core_tuning),
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
             "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
-                      "args": {"jobs_dir": str(self.run_dir / "jobs" / host),
-                               "core_tuning": dict(self.opts.core_tuning)}}],
+                      "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],
         }
 
     def _start_agents(self, mode: PathMode) -> None:

@@ -154,3 +154,37 @@ def test_qlog_summary_counts_events_and_keeps_last_metrics(
     assert json.loads(capsys.readouterr().out)[0]["host"] == "h9"
     (tmp_path / "bad.qlog.jsonl").write_text('{"qlog_version": "0.1"}\n')
     assert main([str(tmp_path / "bad.qlog.jsonl")]) == 1
+
+
+def test_core_knobs_reach_the_transport_core() -> None:
+    from dataclasses import fields
+
+    from hosts.agent.config import CORE_KNOBS
+    from hosts.agent.corecfg import build_core
+    from hosts.transport import HostConfig
+
+    assert set(CORE_KNOBS) <= {f.name for f in fields(HostConfig)}
+    d = {**_base(), "core": {"ack_coalesce": "16", "ack_delay": 2e-4, "ev_probe_interval": 0.05,
+                             "probe_after": None, "endpoint_retries": 5}}
+    cfg = parse_config(d)
+    assert cfg.core == {"ack_coalesce": 16, "ack_delay": 2e-4, "ev_probe_interval": 0.05,
+                        "probe_after": None, "endpoint_retries": 5}
+    core_cfg = build_core(cfg).config
+    assert (core_cfg.ack_coalesce, core_cfg.ack_delay, core_cfg.ev_probe_interval) == (16, 2e-4, 0.05)
+    assert core_cfg.probe_after is None and core_cfg.endpoint_retries == 5
+    untouched = build_core(parse_config(_base())).config
+    assert untouched.ack_coalesce == HostConfig(ports=[]).ack_coalesce
+
+
+@pytest.mark.parametrize("core, needle", [
+    ({"ack_coalese": 4}, "unknown knob 'ack_coalese'"),
+    ({"ack_coalesce": 0}, "config.core.ack_coalesce: 1..64"),
+    ({"ack_delay": "soon"}, "config.core.ack_delay: not a number"),
+    ({"ack_delay": float("nan")}, "config.core.ack_delay"),
+    ({"ev_probe_interval": None}, "may not be null"),
+    ({"rx_penalty": True}, "not a number"),
+    ([1, 2], "config.core: must be an object"),
+])
+def test_bad_core_knob_names_the_field(core: Any, needle: str) -> None:
+    with pytest.raises(ConfigError, match=needle.replace("(", r"\(").replace(".", r"\.")):
+        parse_config({**_base(), "core": core})
