@@ -91,6 +91,9 @@ static struct {
     Program *tables[NTABLE][NKEYS];
     Program *outer, *srh; /* SRv6: Ethernet + outer IPv6; SRH fixed part */
     unsigned long long hits[NFUNC], falls[NFUNC];
+    /* C calls running now (nested through the crc32 callable, or in other threads while it
+     * runs without the GIL): configure() must not free the programs they execute. */
+    int busy;
 } G;
 
 static uint32_t crc_tab[8][256];
@@ -128,22 +131,43 @@ static uint32_t crc_update(uint32_t crc, const uint8_t *p, Py_ssize_t n) {
     return ~crc;
 }
 
-/* CRC of n more bytes at p after crc: the table for short runs, else the SIMD callable. */
-static int crc_more(uint32_t crc, const uint8_t *p, Py_ssize_t n, uint32_t *out) {
-    if (n < CRC_CALL_MIN || G.crc32 == NULL) {
+static PyObject *view_slice(PyObject *view, Py_ssize_t lo, Py_ssize_t hi);
+
+/* CRC of n more bytes at p after crc: the table for short runs, else the SIMD callable.
+ * whole: a flat byte memoryview of the buffer p points into (NULL: use the table). The
+ * callable gets a read-only slice of it, not a view of raw memory: one it keeps holds an
+ * export of the real buffer (which then cannot be resized or freed), like any memoryview. */
+static int crc_more(uint32_t crc, PyObject *whole, const uint8_t *p, Py_ssize_t n,
+                    uint32_t *out) {
+    if (n < CRC_CALL_MIN || G.crc32 == NULL || whole == NULL) {
         *out = crc_update(crc, p, n);
         return 0;
     }
-    PyObject *view = PyMemoryView_FromMemory((char *)p, n, PyBUF_READ);
+    const Py_buffer *wb = PyMemoryView_GET_BUFFER(whole);
+    uintptr_t at = (uintptr_t)p, from = (uintptr_t)wb->buf;
+    if (at < from || at - from > (uintptr_t)wb->len || n > wb->len - (Py_ssize_t)(at - from)) {
+        *out = crc_update(crc, p, n); /* p is not inside whole: never expected */
+        return 0;
+    }
+    Py_ssize_t lo = (Py_ssize_t)(at - from);
+    PyObject *view = view_slice(whole, lo, lo + n);
     if (view == NULL)
         return -1;
+    if (!PyMemoryView_Check(view)) {
+        Py_DECREF(view);
+        PyErr_SetString(PyExc_SystemError, "_fastwire: slicing a memoryview gave no memoryview");
+        return -1;
+    }
+    ((PyMemoryViewObject *)view)->view.readonly = 1; /* a fresh object: nobody shares it */
     PyObject *start = PyLong_FromUnsignedLong(crc);
     if (start == NULL) {
         Py_DECREF(view);
         return -1;
     }
+    PyObject *fn = Py_NewRef(G.crc32);
     PyObject *args[2] = {view, start};
-    PyObject *res = PyObject_Vectorcall(G.crc32, args, 2, NULL);
+    PyObject *res = PyObject_Vectorcall(fn, args, 2, NULL);
+    Py_DECREF(fn);
     Py_DECREF(view);
     Py_DECREF(start);
     if (res == NULL)
@@ -157,11 +181,12 @@ static int crc_more(uint32_t crc, const uint8_t *p, Py_ssize_t n, uint32_t *out)
 }
 
 /* ICRC of base[ip_off:end] with the variant header bits taken as ones (base is not written). */
-static int icrc(const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end, uint32_t *out) {
+static int icrc(PyObject *whole, const uint8_t *base, Py_ssize_t ip_off, Py_ssize_t end,
+                uint32_t *out) {
     uint8_t hdr[MAXMASK];
     for (Py_ssize_t i = 0; i < G.mask_len; i++)
         hdr[i] = base[ip_off + i] | G.mask[i];
-    return crc_more(crc_update(G.seed, hdr, G.mask_len), base + ip_off + G.mask_len,
+    return crc_more(crc_update(G.seed, hdr, G.mask_len), whole, base + ip_off + G.mask_len,
                     end - ip_off - G.mask_len, out);
 }
 
@@ -417,8 +442,21 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
         memset(b + hdr_end + plen, 0, (size_t)pad);
     if (pg->ip_at >= 0) {
         uint32_t crc;
-        int rc = crc_more(crc_update(G.seed, ip, G.mask_len), ip + G.mask_len,
-                          end - (start + pg->ip_at) - G.mask_len, &crc);
+        Py_ssize_t rest = end - (start + pg->ip_at) - G.mask_len;
+        PyObject *whole = NULL; /* the output buffer as a memoryview, for the crc32 callable */
+        if (rest >= CRC_CALL_MIN && out->obj != NULL) {
+            whole = PyMemoryView_FromObject(out->obj);
+            if (whole == NULL) {
+                memcpy(ip, saved, (size_t)G.mask_len);
+                result = -1;
+                goto done;
+            }
+            const Py_buffer *w = PyMemoryView_GET_BUFFER(whole);
+            if (w->buf != out->buf || w->len != out->len || w->ndim != 1 || w->itemsize != 1)
+                Py_CLEAR(whole); /* not the same flat memory: the table CRC */
+        }
+        int rc = crc_more(crc_update(G.seed, ip, G.mask_len), whole, ip + G.mask_len, rest, &crc);
+        Py_XDECREF(whole);
         memcpy(ip, saved, (size_t)G.mask_len);
         if (rc < 0) {
             result = -1;
@@ -566,7 +604,8 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
             end -= G.icrc_len;
             if (verify) {
                 uint32_t want;
-                if (icrc(b, ip_off, end, &want) < 0)
+                PyObject *whole = source_view(src);
+                if (whole == NULL || icrc(whole, b, ip_off, end, &want) < 0)
                     return NULL;
                 if (want != le32(b + end))
                     Py_RETURN_NOTIMPLEMENTED;
@@ -636,12 +675,46 @@ out:
 }
 
 /* ------------------------------------------------------------------ public functions */
-static PyObject *forward(int f, int strict, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames) {
-    if (strict || G.ref[f] == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
+/* The Python reference of function f with the caller's arguments. A strong reference to it
+ * is held for the call: configure() may replace G.ref meanwhile. */
+static PyObject *forward(int f, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *ref = G.ref[f];
+    if (ref == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_fastwire is not configured (hosts.wire.fastpath.install does it)");
+        return NULL;
+    }
     G.falls[f]++;
-    return PyObject_Vectorcall(G.ref[f], args, (size_t)nargs, kwnames);
+    Py_INCREF(ref);
+    PyObject *r = PyObject_Vectorcall(ref, args, (size_t)nargs, kwnames);
+    Py_DECREF(ref);
+    return r;
+}
+
+typedef PyObject *(*impl_fn)(PyObject *const *, Py_ssize_t, PyObject *);
+
+/* Run the C implementation (a result, NULL with an exception, or NotImplemented: the
+ * reference must run) while G.busy keeps configure() from freeing its programs; then hand
+ * NotImplemented over to the reference unless strict (try_*). */
+static PyObject *dispatch(int f, impl_fn impl, int strict, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *r;
+    if (G.ready) {
+        G.busy++;
+        r = impl(args, nargs, kwnames);
+        G.busy--;
+    } else {
+        r = Py_NewRef(Py_NotImplemented);
+    }
+    if (r != Py_NotImplemented) {
+        if (r != NULL)
+            G.hits[f]++;
+        return r;
+    }
+    if (strict)
+        return r;
+    Py_DECREF(r);
+    return forward(f, args, nargs, kwnames);
 }
 
 static inline int stack_key(const uint8_t *bth) {
@@ -743,11 +816,10 @@ static void emit_outer(const Outer *o, uint8_t *b, Py_ssize_t offset, Py_ssize_t
         memcpy(b + off, PyBytes_AS_STRING(PyTuple_GET_ITEM(o->segs, i)), (size_t)G.seg_len);
 }
 
-static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                                   int strict) {
+static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *bth;
     Py_ssize_t offset = 0;
-    if (!G.ready || kwnames != NULL || nargs < 3 || nargs > 4)
+    if (kwnames != NULL || nargs < 3 || nargs > 4)
         goto fwd;
     if (nargs == 4 && (ssize_arg(args[3], &offset) < 0 || offset < 0))
         goto fwd;
@@ -784,17 +856,15 @@ static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyOb
         goto fwd;
     if (total < 0)
         return NULL;
-    G.hits[F_ENCODE_FRAME]++;
     return PyLong_FromSsize_t(total - offset);
 fwd:
-    return forward(F_ENCODE_FRAME, strict, args, nargs, kwnames);
+    Py_RETURN_NOTIMPLEMENTED;
 }
 
-static PyObject *encode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                                    int strict) {
+static PyObject *encode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *bth;
     Py_ssize_t offset = 0;
-    if (!G.ready || kwnames != NULL || nargs < 2 || nargs > 3)
+    if (kwnames != NULL || nargs < 2 || nargs > 3)
         goto fwd;
     if (nargs == 3 && (ssize_arg(args[2], &offset) < 0 || offset < 0))
         goto fwd;
@@ -810,10 +880,9 @@ static PyObject *encode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyO
         goto fwd;
     if (end < 0)
         return NULL;
-    G.hits[F_ENCODE_PACKET]++;
     return PyLong_FromSsize_t(end);
 fwd:
-    return forward(F_ENCODE_PACKET, strict, args, nargs, kwnames);
+    Py_RETURN_NOTIMPLEMENTED;
 }
 
 /* SRv6 frame: Ethernet, outer IPv6 (+ SRH) checked as the reference checks them, then the
@@ -904,10 +973,9 @@ done:
     return r;
 }
 
-static PyObject *decode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                                   int strict) {
+static PyObject *decode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     int verify = 1;
-    if (!G.ready || nargs != 1)
+    if (nargs != 1)
         goto fwd;
     if (kwnames != NULL) {
         if (PyTuple_GET_SIZE(kwnames) != 1)
@@ -941,21 +1009,15 @@ static PyObject *decode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyOb
     }
     PyBuffer_Release(&in);
     Py_XDECREF(src.view);
-    if (r != Py_NotImplemented) {
-        if (r != NULL)
-            G.hits[F_DECODE_FRAME]++;
-        return r;
-    }
-    Py_DECREF(r);
+    return r;
 fwd:
-    return forward(F_DECODE_FRAME, strict, args, nargs, kwnames);
+    Py_RETURN_NOTIMPLEMENTED;
 }
 
-static PyObject *decode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                                    int strict) {
+static PyObject *decode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     Py_ssize_t offset = 0, end = -1;
     int end_given = 0;
-    if (!G.ready || kwnames != NULL || nargs < 1 || nargs > 3)
+    if (kwnames != NULL || nargs < 1 || nargs > 3)
         goto fwd;
     if (nargs >= 2 && ssize_arg(args[1], &offset) < 0)
         goto fwd;
@@ -982,30 +1044,25 @@ static PyObject *decode_packet_impl(PyObject *const *args, Py_ssize_t nargs, PyO
     }
     PyBuffer_Release(&in);
     Py_XDECREF(src.view);
-    if (r != Py_NotImplemented) {
-        if (r != NULL)
-            G.hits[F_DECODE_PACKET]++;
-        return r;
-    }
-    Py_DECREF(r);
+    return r;
 fwd:
-    return forward(F_DECODE_PACKET, strict, args, nargs, kwnames);
+    Py_RETURN_NOTIMPLEMENTED;
 }
 
-#define ENTRY(name, strict)                                                                   \
+#define ENTRY(name, f, strict)                                                                \
     static PyObject *fw_##name##_##strict(PyObject *self, PyObject *const *args,             \
                                           Py_ssize_t nargs, PyObject *kwnames) {             \
         (void)self;                                                                           \
-        return name##_impl(args, nargs, kwnames, strict);                                    \
+        return dispatch(f, name##_impl, strict, args, nargs, kwnames);                       \
     }
-ENTRY(encode_frame, 0)
-ENTRY(encode_frame, 1)
-ENTRY(decode_frame, 0)
-ENTRY(decode_frame, 1)
-ENTRY(encode_packet, 0)
-ENTRY(encode_packet, 1)
-ENTRY(decode_packet, 0)
-ENTRY(decode_packet, 1)
+ENTRY(encode_frame, F_ENCODE_FRAME, 0)
+ENTRY(encode_frame, F_ENCODE_FRAME, 1)
+ENTRY(decode_frame, F_DECODE_FRAME, 0)
+ENTRY(decode_frame, F_DECODE_FRAME, 1)
+ENTRY(encode_packet, F_ENCODE_PACKET, 0)
+ENTRY(encode_packet, F_ENCODE_PACKET, 1)
+ENTRY(decode_packet, F_DECODE_PACKET, 0)
+ENTRY(decode_packet, F_DECODE_PACKET, 1)
 
 /* ------------------------------------------------------------------ configuration */
 static PyObject *cfg_get(PyObject *d, const char *k) {
@@ -1256,6 +1313,12 @@ static PyObject *fw_configure(PyObject *self, PyObject *d) {
     (void)self;
     if (!PyDict_Check(d)) {
         PyErr_SetString(PyExc_TypeError, "configure() takes a dict");
+        return NULL;
+    }
+    if (G.busy > 0) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_fastwire.configure: an encode/decode call is running (its crc32 "
+                        "callable or another thread): its programs cannot be replaced now");
         return NULL;
     }
     G.ready = 0;

@@ -542,3 +542,102 @@ def test_configure_rejects_programs_that_would_leave_the_stack() -> None:
         FAST.configure(good)
     data = codec.build_frame(plain_frame(), sample_packets()[0])
     assert FAST.try_decode_frame(data) is not NotImplemented
+
+
+def _references() -> dict[str, Callable[..., Any]]:
+    return {
+        "encode_frame": codec.encode_frame_py,
+        "decode_frame": codec.decode_frame_py,
+        "encode_packet": codec.encode_packet_py,
+        "decode_packet": codec.decode_packet_py,
+    }
+
+
+@needs_c
+def test_configure_is_refused_while_a_call_runs() -> None:
+    """The crc32 callable is Python code run in the middle of a call: reconfiguring from there
+    (or from another thread while zlib runs without the GIL) would free the program the call
+    is executing. configure() must refuse, and the running call must finish correctly."""
+    assert FAST is not None
+    good = fastpath.config(_references())
+    refused: list[str] = []
+
+    def reconfiguring_crc32(data: memoryview, value: int = 0) -> int:
+        try:
+            FAST.configure(good)
+        except RuntimeError as exc:
+            refused.append(str(exc))
+        return zlib.crc32(data, value)
+
+    pkt = sample_packets()[0]
+    data = codec.build_frame(plain_frame(), pkt)
+    try:
+        FAST.configure({**good, "crc32": reconfiguring_crc32})
+        buf = bytearray(len(data))
+        assert FAST.try_encode_frame(plain_frame(), clone(pkt), buf) == len(data)
+        assert buf == data
+        strict_equal(FAST.try_decode_frame(bytes(data)), codec.decode_frame_py(data), "decoded")
+    finally:
+        FAST.configure(good)
+    assert len(refused) == 2, refused
+    assert FAST.try_decode_frame(data) is not NotImplemented
+
+
+@needs_c
+def test_crc32_callable_cannot_keep_a_view_of_raw_memory() -> None:
+    """The crc32 callable gets a view into the caller's buffer. One it keeps must pin that
+    buffer like any memoryview (a view of raw memory would read freed memory once the
+    bytearray is resized), and must be read-only."""
+    assert FAST is not None
+    good = fastpath.config(_references())
+    kept: list[memoryview] = []
+
+    def keeping_crc32(data: memoryview, value: int = 0) -> int:
+        kept.append(data)
+        return zlib.crc32(data, value)
+
+    pkt = sample_packets()[0]
+    data = bytearray(codec.build_frame(plain_frame(), pkt))
+    out = bytearray(len(data) + 8)
+    try:
+        FAST.configure({**good, "crc32": keeping_crc32})
+        decoded = FAST.try_decode_frame(data)
+        assert FAST.try_encode_frame(plain_frame(), clone(pkt), out, 8) == len(data)
+    finally:
+        FAST.configure(good)
+    assert decoded is not NotImplemented and len(kept) == 2
+    del decoded
+    for view, owner in zip(kept, (data, out)):
+        assert view.readonly and view.obj is owner
+        with pytest.raises(BufferError):
+            owner.clear()  # pinned: its memory stays valid while the view lives
+        assert bytes(view) in bytes(owner)
+    del view
+    kept.clear()
+    data.clear()
+    out.clear()
+
+
+def test_unconfigured_module_is_an_error_not_a_result() -> None:
+    """Before configure() the entry points have no reference to hand over to: they must raise,
+    not return NotImplemented as if it were a decoded frame."""
+    ext = next(e for e in cext.discover() if e.module == fastpath.MODULE)
+    if not ext.target.exists():
+        pytest.skip(f"{ext.module} is not built")
+    code = (  # loaded by path: importing hosts.wire would configure it
+        "import importlib.util as u\n"
+        f"spec = u.spec_from_file_location('_fastwire', {str(ext.target)!r})\n"
+        "m = u.module_from_spec(spec)\n"
+        "for call in (lambda: m.decode_frame(b''), lambda: m.encode_packet(1, 2),\n"
+        "             lambda: m.decode_packet(b''), lambda: m.encode_frame(1, 2, 3)):\n"
+        "    try:\n"
+        "        r = call()\n"
+        "    except RuntimeError:\n"
+        "        continue\n"
+        "    raise SystemExit(f'returned {r!r}')\n"
+        "assert m.try_decode_frame(b'') is NotImplemented\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
