@@ -270,19 +270,22 @@ class Fabric:
 
     # -- stop --------------------------------------------------------------------------------
     def stop(self) -> None:
-        """Stop everything this run started (idempotent, SIGINT ignored meanwhile)."""
+        """Stop everything this run started (idempotent; SIGINT and SIGTERM, which the CLI
+        turns into KeyboardInterrupt, are ignored meanwhile so the clean-up runs to the end)."""
         if self._stopped:
             return
         self._stopped = True
+        previous: dict[signal.Signals, Any] = {}
         try:
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, signal.SIG_IGN)
         except ValueError:  # not the main thread
-            previous = None
+            pass
         try:
             self._stop_all()
         finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _stop_all(self) -> None:
         if (self.run_dir / "fabric.json").exists():
