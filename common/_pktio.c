@@ -16,6 +16,12 @@
  *       Sends frames[start:start+count] (lengths[i] bytes of frames[i] when lengths is not
  *       None) and stops at the first failure: errno is 0 when all went out, else the error of
  *       frame start+sent (which was not sent).
+ *   send(fd, frames, lengths, start, count, drop, failed) -> (sent, sent_bytes, errno, first)
+ *       The same, but a failure whose errno is in drop (a set, tuple or list of errnos; True:
+ *       any errno) is a dropped frame: its index is appended to the list failed and sending
+ *       goes on with the next frame, in the same call (the buffers stay exported: a batch to
+ *       a full queue costs one call, not one per dropped frame). errno is the failure that
+ *       stopped the call (0: every frame was tried), first the errno of the first failure.
  *
  * Receive errors other than EAGAIN raise OSError; EINTR is retried after running signal
  * handlers (PEP 475). Sockets are used with MSG_DONTWAIT: a call never blocks.
@@ -233,13 +239,32 @@ done:
     return result;
 }
 
+/* 1 if a send failure with errno err is a drop, 0 if not, -1 with an exception set. */
+static int is_drop(PyObject *drop, int err) {
+    if (drop == Py_True)
+        return 1;
+    PyObject *code = PyLong_FromLong(err);
+    if (code == NULL)
+        return -1;
+    int found = PySequence_Contains(drop, code);
+    Py_DECREF(code);
+    return found;
+}
+
 static PyObject *pktio_send(PyObject *self, PyObject *args) {
     (void)self;
     int fd;
-    PyObject *frames_obj, *lengths_obj;
+    PyObject *frames_obj, *lengths_obj, *drop = Py_None, *failed = NULL;
     Py_ssize_t start, count;
-    if (!PyArg_ParseTuple(args, "iOOnn:send", &fd, &frames_obj, &lengths_obj, &start, &count))
+    if (!PyArg_ParseTuple(args, "iOOnn|OO!:send", &fd, &frames_obj, &lengths_obj, &start, &count,
+                          &drop, &PyList_Type, &failed))
         return NULL;
+    int drop_mode = drop != Py_None;
+    if (drop_mode && drop != Py_True && !PyAnySet_Check(drop) && !PyTuple_Check(drop) &&
+        !PyList_Check(drop))
+        return PyErr_Format(PyExc_TypeError, "drop must be None, True or a set of errnos");
+    if (drop_mode && failed == NULL)
+        return PyErr_Format(PyExc_TypeError, "send: a drop set needs a failed list");
     if (fd < 0) {
         errno = EBADF;
         return PyErr_SetFromErrno(PyExc_OSError);
@@ -281,8 +306,8 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
     msgvec v;
     msgvec_init(&v);
     PyObject *result = NULL;
-    Py_ssize_t sent = 0, sent_bytes = 0;
-    int error = 0;
+    Py_ssize_t pos = 0, sent = 0, sent_bytes = 0; /* frames tried, frames sent */
+    int error = 0, first = 0;
     Py_buffer small_views[PKTIO_SMALL];
     if (chunk > 0) {
         views = chunk <= PKTIO_SMALL ? small_views : PyMem_Calloc((size_t)chunk, sizeof(Py_buffer));
@@ -293,11 +318,11 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
         if (msgvec_alloc(&v, chunk) < 0)
             goto out;
     }
-    while (sent < count && error == 0) {
-        Py_ssize_t n = count - sent < chunk ? count - sent : chunk;
+    while (pos < count && error == 0) {
+        Py_ssize_t n = count - pos < chunk ? count - pos : chunk;
         Py_ssize_t held = 0;
         for (; held < n; held++) {
-            Py_ssize_t idx = start + sent + held;
+            Py_ssize_t idx = start + pos + held;
             if (PyObject_GetBuffer(PyTuple_GET_ITEM(frames, idx), &views[held], PyBUF_SIMPLE) < 0)
                 break;
             Py_ssize_t len = views[held].len;
@@ -338,6 +363,7 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
                 for (int i = 0; i < r; i++)
                     sent_bytes += (Py_ssize_t)v.iov[done + i].iov_len;
                 done += r;
+                sent += r;
                 continue;
             }
             if (r < 0 && err == EINTR) {
@@ -345,16 +371,37 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
                     break;
                 continue;
             }
-            error = r < 0 ? err : EIO; /* r == 0 with work left: never expected */
+            if (r >= 0)
+                err = EIO; /* r == 0 with work left: never expected */
+            if (first == 0)
+                first = err;
+            if (drop_mode) { /* frame start+pos+done failed: a drop, or the end */
+                int dropped = is_drop(drop, err);
+                if (dropped < 0)
+                    break;
+                if (dropped) {
+                    PyObject *index = PyLong_FromSsize_t(start + pos + done);
+                    if (index == NULL)
+                        break;
+                    int rc = PyList_Append(failed, index);
+                    Py_DECREF(index);
+                    if (rc < 0)
+                        break;
+                    done++;
+                    continue;
+                }
+            }
+            error = err;
             break;
         }
         for (Py_ssize_t i = 0; i < n; i++)
             PyBuffer_Release(&views[i]);
-        sent += done;
+        pos += done;
         if (PyErr_Occurred())
             goto out;
     }
-    result = Py_BuildValue("(nni)", sent, sent_bytes, error);
+    result = drop_mode ? Py_BuildValue("(nnii)", sent, sent_bytes, error, first)
+                       : Py_BuildValue("(nni)", sent, sent_bytes, error);
 out:
     msgvec_free(&v);
     if (views != small_views)
@@ -371,8 +418,8 @@ static PyMethodDef pktio_methods[] = {
      "recv_bytes(fd, scratch, stride, size, limit) -> list[bytes]: one recvmmsg, frames copied "
      "out."},
     {"send", pktio_send, METH_VARARGS,
-     "send(fd, frames, lengths, start, count) -> (sent, sent_bytes, errno): sendmmsg until the "
-     "first failure."},
+     "send(fd, frames, lengths, start, count[, drop, failed]) -> (sent, sent_bytes, errno[, "
+     "first_errno]): sendmmsg until the first failure that is not a drop."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -238,12 +238,18 @@ def send_batch(
     total = len(frames)
     if total == 1 and lengths is None:
         c = None  # one frame: a plain send() is cheaper than building a sendmmsg vector
+    if c is not None:
+        # Drops are skipped inside the one call (a call per drop would copy and export the
+        # rest of the batch again each time: quadratic when a queue is full or a link down).
+        drop = True if drop_errnos is None else drop_errnos
+        sent, nbytes, err, first = c.send(fd, frames, lengths, 0, -1, drop, result.failed)
+        result.sent, result.sent_bytes, result.first_errno = sent, nbytes, first
+        if err:
+            raise SendError(err, result)
+        return result
     start = 0
     while start < total:
-        if c is not None:
-            sent, nbytes, err = c.send(fd, frames, lengths, start, -1)
-        else:
-            sent, nbytes, err = _send_py(sock, frames, lengths, start)
+        sent, nbytes, err = _send_py(sock, frames, lengths, start)
         result.sent += sent
         result.sent_bytes += nbytes
         start += sent

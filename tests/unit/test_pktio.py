@@ -103,7 +103,7 @@ def test_send_with_lengths_sends_prefixes_and_checks_bounds(
     pair: tuple[socket.socket, socket.socket], c_ext: bool
 ) -> None:
     a, b = pair
-    bufs = [bytearray(b"x" * 50), memoryview(b"y" * 50), b"z" * 50]
+    bufs: list[pktio.Buffer] = [bytearray(b"x" * 50), memoryview(b"y" * 50), b"z" * 50]
     res = pktio.send_batch(a, bufs, lengths=[10, 0, 50], c_ext=c_ext)
     assert (res.sent, res.sent_bytes) == (3, 60)
     assert pktio.RxBuffers(4, 64, c_ext=c_ext).recv_bytes(b) == [b"x" * 10, b"", b"z" * 50]
@@ -146,6 +146,85 @@ def test_full_peer_queue_gives_counted_drops_and_the_rest_goes_out(c_ext: bool) 
         delivered = [f for i, f in enumerate(sent) if i not in set(res.failed)]
         assert got == delivered  # exactly the frames not reported as dropped, in order
         assert res.sent_bytes == sum(map(len, delivered))
+    finally:
+        a.close()
+        b.close()
+
+
+class _CountingC:
+    """Stands in for the C module and counts its send calls."""
+
+    def __init__(self, real: object) -> None:
+        self.real = real
+        self.sends = 0
+
+    def send(self, *args: object) -> object:
+        self.sends += 1
+        return self.real.send(*args)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("drop_errnos", [pktio.DROP_ERRNOS, None], ids=["drop-set", "any"])
+def test_drops_are_skipped_inside_one_c_call(
+    monkeypatch: pytest.MonkeyPatch, drop_errnos: frozenset[int] | None
+) -> None:
+    """Every frame of a batch to a full queue fails. The C path must skip the drops within one
+    call: one call per dropped frame re-copied and re-exported the rest of the batch each time
+    (quadratic: 13 us of CPU per frame for 1024 drops against 3 us in the reference)."""
+    if C is None:
+        pytest.skip("_pktio not built")
+    counting = _CountingC(C)
+    monkeypatch.setattr(pktio, "_c", counting)
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        a.setblocking(False)
+        while True:  # fill the peer's queue
+            try:
+                a.send(b"f" * 1000)
+            except BlockingIOError:
+                break
+        frames = [bytes([i]) * 1000 for i in range(200)]
+        res = pktio.send_batch(a, frames, drop_errnos=drop_errnos)
+        assert (res.sent, res.sent_bytes, res.first_errno) == (0, 0, errno.EAGAIN)
+        assert res.failed == list(range(200))
+        assert counting.sends == 1
+        while True:  # drain
+            try:
+                b.recv(2000, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+        res = pktio.send_batch(a, frames[:5], [10, 0, 1000, 3, 7], drop_errnos=drop_errnos)
+        assert (res.sent, res.sent_bytes, res.failed, res.first_errno) == (5, 1020, [], 0)
+        assert [b.recv(2000) for _ in range(5)] == [f[:n] for f, n in zip(frames, (10, 0, 1000, 3, 7))]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_c_send_drop_argument() -> None:
+    """send(..., drop, failed): failures whose errno is in ``drop`` (True: any) are appended
+    to ``failed`` and skipped; another errno stops the call and is returned."""
+    if C is None:
+        pytest.skip("_pktio not built")
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        a.setblocking(False)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16384)
+        frames = [bytes([i]) * 4000 for i in range(30)]
+        failed: list[int] = []
+        sent, nbytes, err, first = C.send(a.fileno(), frames, None, 2, -1, True, failed)
+        assert failed and err == 0 and first == errno.EAGAIN
+        assert sent + len(failed) == 28 and nbytes == 4000 * sent
+        assert failed == sorted(failed) and failed[0] >= 2
+        failed2: list[int] = []
+        # EAGAIN not in the drop set: the first failure stops the call
+        assert C.send(a.fileno(), frames, None, 0, -1, frozenset({errno.ENOBUFS}), failed2) == (
+            0, 0, errno.EAGAIN, errno.EAGAIN,
+        )
+        assert failed2 == []
+        with pytest.raises(TypeError):
+            C.send(a.fileno(), frames, None, 0, -1, True, (1, 2))  # failed must be a list
+        with pytest.raises(TypeError):
+            C.send(a.fileno(), frames, None, 0, -1, 5, [])  # drop: None, True or a container
     finally:
         a.close()
         b.close()
