@@ -284,9 +284,9 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
     Py_ssize_t nlen = -1;
     PyObject *lengths = NULL; /* a private tuple too: read again after each system call */
     if (lengths_obj != Py_None) {
-        if (!PyList_Check(lengths_obj) && !PyTuple_Check(lengths_obj)) {
+        if (!PySequence_Check(lengths_obj)) {
             Py_DECREF(frames);
-            return PyErr_Format(PyExc_TypeError, "lengths must be a list, tuple or None");
+            return PyErr_Format(PyExc_TypeError, "lengths must be a sequence of ints or None");
         }
         lengths = PySequence_Tuple(lengths_obj);
         if (lengths == NULL) {
@@ -328,7 +328,11 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
             Py_ssize_t len = views[held].len;
             if (nlen >= 0) {
                 PyObject *item = PyTuple_GET_ITEM(lengths, idx);
-                Py_ssize_t want = PyLong_AsSsize_t(item);
+                /* any integer (__index__), as the reference's slicing takes; it may run
+                 * Python code: the frames and lengths are private tuples and the buffers
+                 * exported, nothing it can do reaches them. Out of range: clamped, then
+                 * refused below as any length beyond the frame. */
+                Py_ssize_t want = PyNumber_AsSsize_t(item, NULL);
                 if (want == -1 && PyErr_Occurred()) {
                     held++;
                     break;

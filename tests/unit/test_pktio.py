@@ -7,11 +7,13 @@ the emulation tests use a real veth pair with AF_PACKET sockets in a namespace o
 
 from __future__ import annotations
 
+import array
 import errno
 import random
 import secrets
 import socket
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -149,6 +151,39 @@ def test_full_peer_queue_gives_counted_drops_and_the_rest_goes_out(c_ext: bool) 
     finally:
         a.close()
         b.close()
+
+
+class _Index:
+    """An integer-like length (numpy integers behave so): only ``__index__`` and comparisons."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __le__(self, other: int) -> bool:
+        return self.value <= other
+
+    def __ge__(self, other: int) -> bool:
+        return self.value >= other
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_lengths_may_be_any_integer_sequence(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    """``lengths`` is a Sequence[int] in both paths: an array, a range, index-able numbers."""
+    a, b = pair
+    frames = [b"a" * 40, b"b" * 40, b"c" * 40]
+    rx = pktio.RxBuffers(8, 64, c_ext=c_ext)
+    shapes: list[Any] = [array.array("H", [5, 0, 40]), range(3, 6), [_Index(7), 1, _Index(40)]]
+    for lengths, want in zip(shapes, ([5, 0, 40], [3, 4, 5], [7, 1, 40])):
+        res = pktio.send_batch(a, frames, lengths, c_ext=c_ext)
+        assert (res.sent, res.sent_bytes) == (3, sum(want))
+        assert rx.recv_bytes(b) == [f[:n] for f, n in zip(frames, want)]
+    with pytest.raises(ValueError, match="lengths"):
+        pktio.send_batch(a, frames, [_Index(41), 1, 1], c_ext=c_ext)
 
 
 class _CountingC:
