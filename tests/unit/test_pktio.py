@@ -183,7 +183,7 @@ def test_lengths_may_be_any_integer_sequence(
         assert (res.sent, res.sent_bytes) == (3, sum(want))
         assert rx.recv_bytes(b) == [f[:n] for f, n in zip(frames, want)]
     with pytest.raises(ValueError, match="lengths"):
-        pktio.send_batch(a, frames, [_Index(41), 1, 1], c_ext=c_ext)
+        pktio.send_batch(a, frames, [_Index(41), 1, 1], c_ext=c_ext)  # type: ignore[list-item]
 
 
 class _CountingC:
