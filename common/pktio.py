@@ -204,6 +204,12 @@ def _send_py(
     sent = nbytes = 0
     for i in range(start, len(frames)):
         frame = frames[i]
+        # lengths and byte counts are bytes, not items (a non-contiguous view is left to
+        # send(), which raises BufferError as C does)
+        if type(frame) is memoryview and (frame.ndim != 1 or frame.itemsize != 1) and (
+            frame.c_contiguous
+        ):
+            frame = frame.cast("B")
         if lengths is not None:
             size = lengths[i]
             if not 0 <= size <= len(frame):

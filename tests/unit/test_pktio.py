@@ -186,6 +186,25 @@ def test_lengths_may_be_any_integer_sequence(
         pktio.send_batch(a, frames, [_Index(41), 1, 1], c_ext=c_ext)  # type: ignore[list-item]
 
 
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_lengths_and_byte_counts_are_bytes_for_any_buffer_shape(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    """A memoryview of 4-byte items or of two dimensions is sent whole; ``lengths`` and
+    ``sent_bytes`` count bytes (the reference counted items: len() of the view)."""
+    a, b = pair
+    words = memoryview(array.array("I", range(4)))  # 16 bytes, len() == 4
+    grid = memoryview(bytes(range(12))).cast("B", (3, 4))  # 12 bytes, len() == 3
+    res = pktio.send_batch(a, [words, grid], c_ext=c_ext)
+    assert (res.sent, res.sent_bytes) == (2, 28)
+    assert [b.recv(100) for _ in range(2)] == [words.tobytes(), grid.tobytes()]
+    res = pktio.send_batch(a, [words, grid], [6, 10], c_ext=c_ext)
+    assert (res.sent, res.sent_bytes) == (2, 16)
+    assert [b.recv(100) for _ in range(2)] == [words.tobytes()[:6], grid.tobytes()[:10]]
+    with pytest.raises(ValueError, match="lengths"):
+        pktio.send_batch(a, [words, grid], [17, 1], c_ext=c_ext)
+
+
 class _CountingC:
     """Stands in for the C module and counts its send calls."""
 
