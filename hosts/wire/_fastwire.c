@@ -241,8 +241,10 @@ static inline void or_be(uint8_t *p, int n, uint64_t v) {
 #endif
 }
 
-/* An int whose `&`, comparisons and truth are int's own (int, bool, IntEnum members, ...),
- * so reading its value here gives what the reference computes from it. */
+/* An int whose `&`, `<<`, comparisons and truth are int's own (int, bool, IntEnum members,
+ * ...): the operators the reference applies to a field value (`(v & mask) << shift`, the top
+ * field of a word unmasked: `v << shift`; the stack key `opcode << 1`; `pad != x`), so
+ * reading its value here gives what the reference computes from it. */
 static inline int plain_int(PyObject *o) {
     if (PyLong_CheckExact(o) || PyBool_Check(o))
         return 1;
@@ -250,6 +252,7 @@ static inline int plain_int(PyObject *o) {
     return PyLong_Check(o) && t->tp_as_number != NULL && t->tp_del == NULL &&
            t->tp_finalize == NULL && t->tp_richcompare == PyLong_Type.tp_richcompare &&
            t->tp_as_number->nb_and == PyLong_Type.tp_as_number->nb_and &&
+           t->tp_as_number->nb_lshift == PyLong_Type.tp_as_number->nb_lshift &&
            t->tp_as_number->nb_bool == PyLong_Type.tp_as_number->nb_bool;
 }
 
