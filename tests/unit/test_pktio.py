@@ -205,6 +205,32 @@ def test_lengths_and_byte_counts_are_bytes_for_any_buffer_shape(
         pktio.send_batch(a, [words, grid], [17, 1], c_ext=c_ext)
 
 
+def test_c_send_pins_frames_and_copies_the_lists(pair: tuple[socket.socket, socket.socket]) -> None:
+    """Python code runs inside C send (a length's ``__index__``; another thread while the GIL
+    is released): it can neither resize an exported frame nor change what is sent by
+    emptying the caller's lists (C reads private copies)."""
+    if C is None:
+        pytest.skip("_pktio not built")
+    a, b = pair
+    frames: list[Any] = [bytearray(b"a" * 100), bytearray(b"b" * 100), b"c" * 100]
+    seen: list[str] = []
+
+    class Meddling:
+        def __index__(self) -> int:
+            try:
+                frames[0].extend(b"!" * 10**6)  # would move the storage C points into
+            except BufferError:
+                seen.append("pinned")
+            frames.clear()
+            lengths.clear()
+            return 10
+
+    lengths: list[Any] = [5, Meddling(), 100]
+    assert C.send(a.fileno(), frames, lengths, 0, -1) == (3, 115, 0)
+    assert seen == ["pinned"] and frames == [] and lengths == []
+    assert [b.recv(200) for _ in range(3)] == [b"a" * 5, b"b" * 10, b"c" * 100]
+
+
 class _CountingC:
     """Stands in for the C module and counts its send calls."""
 
