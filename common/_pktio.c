@@ -15,7 +15,8 @@
  *   send(fd, frames, lengths, start, count) -> (sent, sent_bytes, errno)
  *       Sends frames[start:start+count] (lengths[i] bytes of frames[i] when lengths is not
  *       None) and stops at the first failure: errno is 0 when all went out, else the error of
- *       frame start+sent (which was not sent).
+ *       frame start+sent (which was not sent). A frame that is not a buffer or a length
+ *       outside its frame raises when sending reaches it (the frames before it were tried).
  *   send(fd, frames, lengths, start, count, drop, failed) -> (sent, sent_bytes, errno, first)
  *       The same, but a failure whose errno is in drop (a set, tuple or list of errnos; True:
  *       any errno) is a dropped frame: its index is appended to the list failed and sending
@@ -334,14 +335,14 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
                  * refused below as any length beyond the frame. */
                 Py_ssize_t want = PyNumber_AsSsize_t(item, NULL);
                 if (want == -1 && PyErr_Occurred()) {
-                    held++;
+                    PyBuffer_Release(&views[held]);
                     break;
                 }
                 if (want < 0 || want > len) {
                     PyErr_Format(PyExc_ValueError,
                                  "lengths[%zd] = %zd outside the frame's 0..%zd bytes", idx,
                                  want, len);
-                    held++;
+                    PyBuffer_Release(&views[held]);
                     break;
                 }
                 len = want;
@@ -350,10 +351,13 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
             v.iov[held].iov_len = (size_t)len;
             v.msgs[held].msg_len = 0;
         }
+        /* A bad frame or length (frame start+pos+held) raises once the frames before it have
+         * been tried, as the reference raises when it reaches it: the exception waits while
+         * those are sent (and is dropped if one of them ends the call with an errno). */
+        PyObject *bad_type = NULL, *bad_value = NULL, *bad_tb = NULL;
         if (PyErr_Occurred()) {
-            for (Py_ssize_t i = 0; i < held; i++)
-                PyBuffer_Release(&views[i]);
-            goto out;
+            PyErr_Fetch(&bad_type, &bad_value, &bad_tb);
+            n = held;
         }
         Py_ssize_t done = 0;
         while (done < n) {
@@ -401,6 +405,15 @@ static PyObject *pktio_send(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < n; i++)
             PyBuffer_Release(&views[i]);
         pos += done;
+        if (bad_type != NULL) {
+            if (PyErr_Occurred() || error != 0) { /* a signal's exception, or the end first */
+                Py_XDECREF(bad_type);
+                Py_XDECREF(bad_value);
+                Py_XDECREF(bad_tb);
+            } else {
+                PyErr_Restore(bad_type, bad_value, bad_tb);
+            }
+        }
         if (PyErr_Occurred())
             goto out;
     }

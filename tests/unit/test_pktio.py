@@ -231,6 +231,22 @@ def test_c_send_pins_frames_and_copies_the_lists(pair: tuple[socket.socket, sock
     assert [b.recv(200) for _ in range(3)] == [b"a" * 5, b"b" * 10, b"c" * 100]
 
 
+@pytest.mark.parametrize("c_ext", IMPLS)
+def test_frames_before_a_bad_one_go_out_as_in_the_reference(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    """A bad length or a frame that is not a buffer raises when sending reaches it: the frames
+    before it have been sent (C checked a whole vector first and sent none of it)."""
+    a, b = pair
+    frames: list[Any] = [b"a" * 10, b"b" * 10, b"c" * 10]
+    with pytest.raises(ValueError, match="lengths"):
+        pktio.send_batch(a, frames, [5, 50, 1], c_ext=c_ext)
+    with pytest.raises(TypeError):
+        pktio.send_batch(a, [b"d" * 3, b"e" * 4, 12, b"f"], c_ext=c_ext)
+    rx = pktio.RxBuffers(8, 64, c_ext=c_ext)
+    assert rx.recv_bytes(b) == [b"a" * 5, b"d" * 3, b"e" * 4]
+
+
 class _CountingC:
     """Stands in for the C module and counts its send calls."""
 
