@@ -242,7 +242,7 @@ def test_frames_before_a_bad_one_go_out_as_in_the_reference(
     with pytest.raises(ValueError, match="lengths"):
         pktio.send_batch(a, frames, [5, 50, 1], c_ext=c_ext)
     with pytest.raises(TypeError):
-        pktio.send_batch(a, [b"d" * 3, b"e" * 4, 12, b"f"], c_ext=c_ext)
+        pktio.send_batch(a, [b"d" * 3, b"e" * 4, 12, b"f"], c_ext=c_ext)  # type: ignore[list-item]
     rx = pktio.RxBuffers(8, 64, c_ext=c_ext)
     assert rx.recv_bytes(b) == [b"a" * 5, b"d" * 3, b"e" * 4]
 
