@@ -607,8 +607,10 @@ static PyObject *run_decode(Program *pg, Source *src, const uint8_t *b, Py_ssize
             end -= G.icrc_len;
             if (verify) {
                 uint32_t want;
-                PyObject *whole = source_view(src);
-                if (whole == NULL || icrc(whole, b, ip_off, end, &want) < 0)
+                PyObject *whole = NULL; /* the input as a memoryview, for the crc32 callable */
+                if (end - ip_off - G.mask_len >= CRC_CALL_MIN && (whole = source_view(src)) == NULL)
+                    return NULL;
+                if (icrc(whole, b, ip_off, end, &want) < 0)
                     return NULL;
                 if (want != le32(b + end))
                     Py_RETURN_NOTIMPLEMENTED;
