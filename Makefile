@@ -2,11 +2,15 @@
 # Every target that needs the environment depends on `install`, which is idempotent.
 
 SHELL := /bin/bash
-PYTHON ?= python3
+# Debian's own interpreter when it is new enough: it is built with PGO and LTO and runs this
+# project's per-packet Python 10-20% faster than a plain source build (pyenv's default).
+PYTHON ?= $(shell /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+            2>/dev/null && echo /usr/bin/python3 || echo python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc gcc libc6-dev python3-dev
+APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc gcc libc6-dev python3-dev \
+                python3-venv
 GRPC_TOOLS := grpcio-tools==1.62.3
 TOPO ?= clos-2p
 SWITCH ?= embedded
@@ -40,7 +44,11 @@ apt-packages:
 
 $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory apt-packages
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@base="$$($(PYTHON) -c 'import sys; print(sys.executable)')" || exit 1; \
+	if [ -x $(PY) ] && [ "$$(cat $(VENV)/.base-python 2>/dev/null)" != "$$base" ]; then \
+	  echo "recreating $(VENV) for $$base"; rm -rf $(VENV); $(PYTHON) -m common.cext --clean; fi; \
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || exit 1; \
+	echo "$$base" > $(VENV)/.base-python
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m pip install --quiet --no-deps $(GRPC_TOOLS)
