@@ -3,7 +3,8 @@
 
 SHELL := /bin/bash
 # Debian's own interpreter when it is new enough: it is built with PGO and LTO and runs this
-# project's per-packet Python 10-20% faster than a plain source build (pyenv's default).
+# project's per-packet Python faster than a plain source build (pyenv's default); see
+# docs/install.md for the measurements.
 PYTHON ?= $(shell /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
             2>/dev/null && echo /usr/bin/python3 || echo python3)
 VENV ?= .venv
