@@ -407,6 +407,8 @@ static Py_ssize_t run_encode(const Program *pg, PyObject *frame, PyObject *pkt, 
     if (start < 0 || total > out->len)
         goto done;
     Py_ssize_t ulen = pg->ip_at >= 0 ? total - (start + pg->ip_at) - G.ip_len : 0;
+    if (ulen > 0xFFFF) /* the 16-bit UDP / IPv6 lengths cannot say it: the reference raises */
+        goto done;
     if (gather(pg, objs, &g) < 0)
         goto done;
     have_vals = 1;
@@ -852,6 +854,8 @@ static PyObject *encode_frame_impl(PyObject *const *args, Py_ssize_t nargs, PyOb
     }
     Py_ssize_t total = run_encode(pg, frame, pkt, &out, offset + (is_srv6 ? outer_len(&outer) : 0));
     if (is_srv6) {
+        if (total >= 0 && total - (offset + G.eth_len) - G.ip_len > 0xFFFF)
+            total = FALLBACK; /* the outer IPv6 payload length cannot say it: the reference raises */
         if (total >= 0)
             emit_outer(&outer, (uint8_t *)out.buf, offset, total);
         release_outer(&outer);

@@ -250,6 +250,9 @@ def _srv6_tail(frame: Frame, buf: bytearray | memoryview, offset: int, total: in
 
 
 def _encode_srv6(srv6: Srv6Outer, buf: bytearray | memoryview, off: int, total: int) -> None:
+    if total - off - _IP_LEN > 0xFFFF:
+        raise WireError(f"packet too large: outer IPv6 payload {total - off - _IP_LEN} "
+                        "exceeds 65535", off + 4)
     segs = srv6.segments
     nh = L.IPPROTO_ROUTING if segs else L.IPPROTO_IPV6
     _pack_ipv6(

@@ -254,6 +254,8 @@ class Stack:
             '        raise _E(f"buffer too small: need {total} bytes, have {len(mv)}", start)',
             f"    ip_off = start + {ip_at}",
             f"    ulen = total - ip_off - {_IP}",
+            "    if ulen > 0xFFFF:",
+            '        raise _E(f"packet too large: UDP length {ulen} exceeds 65535", ip_off + 4)',
             "    try:",
             f"        _p(buf, start, {', '.join(packed_fast)})",
             "    except _StructError:  # a value out of range: write it modulo 2**width",

@@ -258,13 +258,21 @@ def test_samples_in_c(index: int, shape: str) -> None:
 @pytest.mark.parametrize("shape", ["plain", "srh"])
 def test_large_payloads_equal_reference(size: int, shape: str) -> None:
     """Jumbo payloads (zlib runs the CRC without the GIL above 5 KiB) and payloads whose
-    lengths overflow the 16-bit IPv6/UDP length fields (both encoders write them modulo
-    2**16; the reference then rejects the frame, so must C)."""
+    lengths overflow the 16-bit IPv6/UDP length fields: both encoders refuse those, and a
+    frame whose lengths a sender wrapped modulo 2**16 is rejected by both decoders."""
     frame = plain_frame() if shape == "plain" else srv6_frame(2)
     pkt = clone(sample_packets()[0])
     pkt.payload = bytes(garbage(size))
-    encode_both(frame, pkt, codec.frame_len(frame, pkt), 0)
-    data = codec.build_frame(frame, pkt)
+    if codec.frame_len(frame, pkt) - L.ETH.size - L.IPV6.size > 0xFFFF:
+        for encode in (codec.encode_frame, codec.encode_frame_py):
+            with pytest.raises(WireError, match="packet too large"):
+                encode(clone(frame), clone(pkt), bytearray(codec.frame_len(frame, pkt)))
+        pkt.payload = bytes(garbage(size - 0x10000))  # same length fields, modulo 2**16
+        small = codec.build_frame(frame, pkt)
+        data = small[:-4] + bytes(garbage(0x10000)) + small[-4:]
+    else:
+        encode_both(frame, pkt, codec.frame_len(frame, pkt), 0)
+        data = codec.build_frame(frame, pkt)
     assert FAST is not None
     for form in (data, bytearray(data), memoryview(b"??" + data)[2:]):
         same_outcome(outcome_any(FAST.decode_frame, form), outcome_any(codec.decode_frame_py, form))
@@ -708,3 +716,36 @@ def test_unconfigured_module_is_an_error_not_a_result() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ 16-bit length limits
+def _jumbo_write(payload_len: int) -> MrcPacket:
+    return MrcPacket(
+        Bth(opcode=Opcode.WRITE_MIDDLE, dest_qp=7, psn=1),
+        meth=Meth(rqmsn=0, msn=1),
+        reth=Reth(va=0x1000, rkey=9, dma_len=payload_len),
+        payload=bytes(payload_len),
+    )
+
+
+@pytest.mark.parametrize("make_frame", [plain_frame, srv6_frame], ids=["plain", "srv6"])
+def test_packets_the_16_bit_lengths_cannot_describe_raise_in_both_backends(
+    make_frame: Callable[..., Frame],
+) -> None:
+    """Before: the IPv6/UDP lengths wrapped modulo 2**16 and the frame was unreadable."""
+    frame = make_frame()
+    # the largest payload whose every 16-bit length (UDP, inner and outer IPv6 payload) fits
+    overhead = codec.frame_len(frame, _jumbo_write(0)) - L.ETH.size - L.IPV6.size
+    fits = (0xFFFF - overhead) & ~3
+    buf = bytearray(codec.frame_len(frame, _jumbo_write(fits + 4)))
+    for encode in ([codec.encode_frame_py] + ([FAST.try_encode_frame] if FAST else [])):
+        n = encode(clone(frame), _jumbo_write(fits), memoryview(buf), 0)
+        assert n == codec.frame_len(frame, _jumbo_write(fits))
+        _frame, got = codec.decode_frame(memoryview(buf)[:n])
+        assert len(got.payload) == fits
+    for encode in (codec.encode_frame, codec.encode_frame_py):
+        with pytest.raises(WireError, match="packet too large"):
+            encode(clone(frame), _jumbo_write(fits + 4), memoryview(buf), 0)
+    if FAST is not None:
+        assert FAST.try_encode_frame(clone(frame), _jumbo_write(fits + 4), memoryview(buf),
+                                     0) is NotImplemented
