@@ -69,9 +69,13 @@ def build_plan(
         for st in iv.steps:
             pattern: Pattern = demands[st.step - 1].pattern
             routes = step_routes(iv.topology, circuits, pattern, st.hops, buckets, st.theta)
+            cs = coll.steps[st.step - 1]
             steps.append({
                 "step": st.step,
                 "interval": idx,
+                "kind": cs.kind,
+                "sends": list(cs.sends),
+                "blocks": [list(b) for b in cs.blocks],
                 "theta": st.theta,
                 "hops": st.hops,
                 "model_s": st.time_s,

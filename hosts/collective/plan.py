@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.collectives import Collective, CollectiveError, build
+from common.collectives import Collective, CollectiveError, Step, build
 from hosts.agent.router import NextPorts, RouteError, next_ports_for
 
 PLAN_VERSION = 1
+CUSTOM = "custom"  # a plan that spells out its steps (calibration runs)
 ITEM_SIZE = {"int32": 4, "float32": 4}
 
 
@@ -68,6 +69,27 @@ class CollectivePlan:
         return out
 
 
+def _custom_step(st: Any, n: int) -> Step:
+    """A step spelled out in the plan: kind, sends[u] (rank or null), blocks[u]."""
+    try:
+        kind = str(st["kind"])
+        sends = tuple(None if v is None else int(v) for v in st["sends"])
+        blocks = tuple(tuple(int(b) for b in bl) for bl in st["blocks"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanError(f"step {st.get('step') if isinstance(st, dict) else '?'}: needs kind, "
+                        f"sends and blocks ({exc})") from None
+    if kind not in ("reduce-scatter", "all-gather"):
+        raise PlanError(f"step kind {kind!r} is not reduce-scatter or all-gather")
+    if len(sends) != n or len(blocks) != n:
+        raise PlanError(f"a step needs sends and blocks for each of the {n} GPUs")
+    for u, v in enumerate(sends):
+        if v is not None and not (0 <= v < n and v != u):
+            raise PlanError(f"GPU {u} sends to {v}: not another of the {n} GPUs")
+        if any(not 0 <= b < n for b in blocks[u]):
+            raise PlanError(f"GPU {u}: block numbers must be 0..{n - 1}")
+    return Step(kind, sends, blocks, n)
+
+
 def _int(d: Mapping[str, Any], key: str) -> int:
     value = d.get(key)
     if not isinstance(value, int) or isinstance(value, bool):
@@ -82,8 +104,14 @@ def parse_plan(data: Any) -> CollectivePlan:
         raise PlanError(f"plan version {data.get('version')!r}; this agent reads version "
                         f"{PLAN_VERSION}")
     n = _int(data, "gpus")
+    raw_steps = data.get("steps")
+    if not isinstance(raw_steps, list):
+        raise PlanError("plan 'steps' must be a list")
     try:
-        coll = build(str(data.get("collective")), n, str(data.get("phase", "allreduce")))
+        if data.get("collective") == CUSTOM:
+            coll = Collective(CUSTOM, CUSTOM, n, tuple(_custom_step(st, n) for st in raw_steps))
+        else:
+            coll = build(str(data.get("collective")), n, str(data.get("phase", "allreduce")))
     except CollectiveError as exc:
         raise PlanError(str(exc)) from None
     dtype = data.get("dtype")
@@ -97,10 +125,12 @@ def parse_plan(data: Any) -> CollectivePlan:
     ranks = data.get("ranks")
     if not isinstance(ranks, list) or len(ranks) != n:
         raise PlanError(f"plan 'ranks' must list the {n} GPUs in rank order")
-    raw_steps = data.get("steps")
-    if not isinstance(raw_steps, list) or len(raw_steps) != len(coll.steps):
-        raise PlanError(f"the plan has {len(raw_steps) if isinstance(raw_steps, list) else 0} "
-                        f"steps; {coll.name} {coll.phase} on {n} GPUs has {len(coll.steps)}")
+    if len(raw_steps) != len(coll.steps):
+        raise PlanError(f"the plan has {len(raw_steps)} steps; {coll.name} {coll.phase} on "
+                        f"{n} GPUs has {len(coll.steps)}")
+    for i, (st, cs) in enumerate(zip(raw_steps, coll.steps), start=1):
+        if isinstance(st, dict) and "sends" in st and _custom_step(st, n) != cs:
+            raise PlanError(f"plan step {i} is not step {i} of {coll.name} {coll.phase}")
     steps = []
     for i, st in enumerate(raw_steps, start=1):
         if not isinstance(st, dict) or st.get("step") != i:

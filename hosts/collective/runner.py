@@ -140,7 +140,7 @@ class CollectiveRunner:
         self.peers = sorted({v for st in plan.collective.steps for v in
                              (st.sends[rank], *st.receives_from(rank)) if v is not None})
         self.result = RunResult(rank)
-        self._qps: dict[int, Any] = {}
+        self.qps: dict[int, Any] = {}
         self._remote: dict[int, dict[str, Any]] = {}
 
     # -- set-up -----------------------------------------------------------------------
@@ -160,11 +160,11 @@ class CollectiveRunner:
             qp = ctx.create_qp(QpInitAttr(send_cq=self.cq, recv_cq=self.cq,
                                           qp_type=QpType.MRC))
             init_qp(qp, self.attr)
-            self._qps[peer] = qp
+            self.qps[peer] = qp
             qpns[str(peer)] = qp.qpn
         for i, st in enumerate(self.plan.collective.steps, start=1):
             for src in st.receives_from(self.rank):
-                self._qps[src].post_recv(RecvWR(wr_id=i))
+                self.qps[src].post_recv(RecvWR(wr_id=i))
         self.exchange.publish({
             "rank": self.rank, "gids": gids, "qpns": qpns,
             "data": [self.mr_data.addr, self.mr_data.rkey],
@@ -175,7 +175,7 @@ class CollectiveRunner:
             self._remote[peer] = info
             remote = RemoteQp(int(info["qpns"][str(self.rank)]),
                               tuple(bytes.fromhex(g) for g in info["gids"]))
-            connect_qp(self._qps[peer], remote, self.attr)
+            connect_qp(self.qps[peer], remote, self.attr)
 
     # -- steps ------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -199,7 +199,7 @@ class CollectiveRunner:
         block = self.block_items * 4
         pending_sends = 0
         if dst is not None and st.blocks[me]:
-            qp = self._qps[dst]
+            qp = self.qps[dst]
             remote = self._remote[dst]
             addr, rkey = remote["staging" if st.kind == "reduce-scatter" else "data"]
             blocks = st.blocks[me]
