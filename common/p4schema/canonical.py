@@ -96,7 +96,7 @@ def program_content(info: p4info_pb2.P4Info) -> p4info_pb2.P4Info:
         out.pkg_info.arch = arch
     for table in out.tables:
         table.ClearField("initial_default_action")
-    if out.HasField("type_info") and out.type_info == p4info_pb2.P4TypeInfo():
+    if out.HasField("type_info") and not out.type_info.ListFields():
         out.ClearField("type_info")
     return out
 
