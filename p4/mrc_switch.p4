@@ -313,8 +313,9 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
             meta.l4_sport: selector;
             meta.l4_dport: selector;
         }
-        actions = { set_nexthop; drop; }
-        default_action = drop();
+        /* An action-selector table has no default action on BMv2: a miss runs NoAction
+           (meta.routed stays 0, so apply drops the packet and counts the reason). */
+        actions = { set_nexthop; drop; @defaultonly NoAction; }
         implementation = ecmp_selector;
         size = 1024;
     }
@@ -424,7 +425,6 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     counter(32w4096, CounterType.packets_and_bytes) tx_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) trim_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) ecn_port_queue;
-    counter(32w4096, CounterType.packets_and_bytes) drop_port_queue;
     register<bit<19>>(32w4096) max_qdepth;
 
     /* thresholds in bytes queued (meta.enq_qdepth_bytes); 0 disables */

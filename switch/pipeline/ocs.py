@@ -46,9 +46,6 @@ class OcsDataPath:
     def port_status_changed(self, port: int, up: bool) -> None:
         """Light either passes or not; the OCS model has no port-status state."""
 
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        """No drop counter for the optical path beyond dark drops."""
-
     def process(
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
     ) -> list[EgressPacket]:

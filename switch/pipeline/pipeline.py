@@ -28,8 +28,6 @@ class DataPath(Protocol):
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
     ) -> list[EgressPacket]: ...
 
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None: ...
-
     def port_status_changed(self, port: int, up: bool) -> None: ...
 
 
@@ -100,12 +98,6 @@ class Pipeline:
     ) -> list[EgressPacket]:
         self.unconfigured_drops += 1
         return []
-
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        """Count a traffic-manager tail drop on (port, priority) in the program's counters."""
-        with self.lock:
-            if self.datapath is not None:
-                self.datapath.count_tm_drop(port, priority, nbytes)
 
     def set_port_oper_status(self, port: int, up: bool) -> None:
         """Record the physical/admin state of ``port`` (mrc_switch: the port_down register and
