@@ -8,7 +8,6 @@ data-plane thread and any number of control-plane threads can use it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -32,16 +31,10 @@ class DataPath(Protocol):
 
 
 class Pipeline:
-    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers.
+    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers."""
 
-    ``clock`` is the clock ``now`` values given to process() come from (default
-    time.monotonic); the OCS program compares it with dark periods set by control-plane
-    writes.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.clock = clock
         self.program: Program | None = None
         self.state: ProgramState | None = None
         self.datapath: DataPath | None = None
@@ -59,7 +52,7 @@ class Pipeline:
             if program.name == "mrc_switch":
                 datapath = MrcDataPath(state)
             elif program.name == "ocs":
-                datapath = OcsDataPath(state, self.clock)
+                datapath = OcsDataPath(state)
             else:
                 raise ValueError(f"no data path for program {program.name}")
             for port, up in self.port_up.items():

@@ -25,7 +25,9 @@ def test_jenkins_hash_reference_value() -> None:
 
 def test_noaction_id_is_the_one_p4c_assigns() -> None:
     # Every p4c-compiled v1model P4Info (e.g. the P4 tutorials) gives NoAction id 21257015.
-    for program in PROGRAMS.values():
+    programs = [p for p in PROGRAMS.values() if "NoAction" in p.ids]
+    assert programs  # mrc_switch's tables default to NoAction
+    for program in programs:
         assert program.id("NoAction") == 21257015
 
 
