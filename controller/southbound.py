@@ -81,11 +81,7 @@ class SwitchFabric:
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
                     client.push_pipeline()
-                    if node.kind == NodeKind.OCS:
-                        ocs = self.topo.fabric.ocs
-                        delay_us = round(ocs.reconfig_delay_s * 1e6) if ocs else 0
-                        client.write_register("OcsIngress.reconfig_delay_us", 0, delay_us)
-                    else:
+                    if node.kind != NodeKind.OCS:
                         apply(client, program_for(tables[node.name]))
                 except (
                     P4RuntimeError,
