@@ -23,26 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
-
 from common.p4schema.canonical import canonical_bytes
+from common.p4schema.compiled import P4_DIR, json_path, p4info_path, read_p4info
 from common.p4toolchain import ToolchainError, require_p4c, tool_version
 
-REPO = Path(__file__).resolve().parents[1]
-P4_DIR = REPO / "p4"
+REPO = P4_DIR.parent
 
 
 def program_names(p4_dir: Path = P4_DIR) -> list[str]:
     return sorted(p.stem for p in p4_dir.glob("*.p4"))
-
-
-def json_path(name: str, out_dir: Path = P4_DIR) -> Path:
-    return out_dir / f"{name}.json"
-
-
-def p4info_path(name: str, out_dir: Path = P4_DIR) -> Path:
-    return out_dir / f"{name}.p4info.txtpb"
 
 
 @dataclass(frozen=True)
@@ -91,10 +80,6 @@ def canonical_json(text: str) -> Any:
     if isinstance(data, dict) and isinstance(data.get("program"), str):
         data["program"] = Path(data["program"]).name
     return data
-
-
-def read_p4info(path: Path) -> p4info_pb2.P4Info:
-    return text_format.Parse(path.read_text(), p4info_pb2.P4Info())
 
 
 def differences(built: Compiled, committed_dir: Path = P4_DIR) -> list[str]:

@@ -1,9 +1,10 @@
 /*
  * mrc_switch.p4 -- MRC fabric switch (P4_16, v1model).
  *
- * Control-plane names, ids and widths are defined once in common/p4schema/mrc_switch.py;
- * p4/mrc_switch.p4info.txtpb is generated from it. The embedded target (switch/pipeline)
- * executes this program; docs/switch.md lists where it deviates from BMv2.
+ * `make p4` compiles it with p4c into p4/mrc_switch.json (BMv2) and p4/mrc_switch.p4info.txtpb;
+ * common/p4schema/mrc_switch.py describes the same names, ids and widths (checked against
+ * that P4Info). The embedded target (switch/pipeline) executes this program; docs/switch.md
+ * lists where it deviates from BMv2.
  *
  * Ingress: parser error / length checks, SRv6 uSID shift-and-forward (my_usid), IPv6 LPM to a
  * next hop, an ECMP group (action selector, crc16 over addresses, flow label, next header and

@@ -53,7 +53,7 @@ _PORT = Param("port", 9)
 _NEXTHOP = Action("MrcIngress.set_nexthop", (_PORT, Param("smac", 48), Param("dmac", 48)))
 
 ACTIONS = (
-    Action("NoAction"),
+    Action("NoAction", annotations=('@noWarn("unused")',)),  # as core.p4 declares it
     Action("MrcIngress.drop"),
     _NEXTHOP,
     Action("MrcIngress.route_ecmp", (Param("group", 16),)),

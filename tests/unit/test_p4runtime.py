@@ -20,7 +20,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from common.p4schema import PROGRAMS, generate
+from common.p4schema import PROGRAMS, compiled
 from common.p4schema.bytestrings import encode
 from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from switch.p4runtime import P4RuntimeServer, start_server
@@ -53,7 +53,7 @@ def shell(switch: tuple[Pipeline, P4RuntimeServer, str]) -> Iterator[Pipeline]:
             device_id=DEVICE,
             grpc_addr=addr,
             election_id=(0, 10),
-            config=sh.FwdPipeConfig(str(generate.path_for("mrc_switch")), device_config.name),
+            config=sh.FwdPipeConfig(str(compiled.p4info_path("mrc_switch")), device_config.name),
             verbose=False,
         )
         try:
@@ -215,6 +215,14 @@ def test_a_p4info_of_the_same_program_in_another_order_is_accepted(
     req.election_id.low = 5
     req.config.p4info.CopyFrom(pushed)
     with P4RuntimeClient(addr, DEVICE, program=program, election_id=5) as client:
+        # the schema's rendering: objects in id order (p4c's file: declaration order, which
+        # differs for mrc_switch)
+        rendered = PROGRAMS[program].render_p4info()
+        assert program == "ocs" or rendered != PROGRAMS[program].to_p4info()
+        req.config.p4info.CopyFrom(rendered)
+        client.stub.SetForwardingPipelineConfig(req, timeout=5)
+        assert pipe.program is PROGRAMS[program]
+        req.config.p4info.CopyFrom(pushed)
         client.stub.SetForwardingPipelineConfig(req, timeout=5)
         assert pipe.program is PROGRAMS[program]
         assert client.get_pipeline().p4info == pushed  # returned as pushed
@@ -527,7 +535,7 @@ def test_write_to_other_device_id_and_role_are_refused(
             list(stub.Read(req, timeout=5))
         assert meter.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert encode(0) == b"\x00" and encode(0x1FF) == b"\x01\xff"
-    assert Path(generate.path_for("mrc_switch")).exists()
+    assert Path(compiled.p4info_path("mrc_switch")).exists()
 
 
 def test_wildcard_reads_and_get_response_types(
