@@ -1,8 +1,8 @@
 """P4Runtime conformance of the embedded target, driven by p4runtime-shell and raw gRPC stubs.
 
 Expected codes and messages are those of simple_switch_grpc's P4Runtime server (p4lang/PI,
-proto/frontend/src/device_mgr.cpp and proto/server/pi_server.cpp), which these tests cannot
-run here (no BMv2 on this machine).
+proto/frontend/src/device_mgr.cpp and proto/server/pi_server.cpp); these tests run the
+embedded target only.
 """
 
 from __future__ import annotations
