@@ -19,12 +19,13 @@ MODE ?= stev
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4info help
+.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4 help
 
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
 	@echo "make lint      ruff + mypy"
+	@echo "make p4        compile p4/*.p4 with p4c into p4/*.json and p4/*.p4info.txtpb"
 	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
 	@echo "make bench     run the benchmarks, results under results/"
 	@echo "make clean     remove what the project created (venv, caches, results)"
@@ -85,8 +86,11 @@ lint: install
 protos: install
 	$(PY) -m common.proto.build
 
-p4info: install
-	$(PY) -m common.p4schema.generate
+# p4c (common/p4toolchain.py: P4C, P4_BIN_DIR, PATH, /opt/p4/bin) compiles p4/*.p4 into the
+# committed BMv2 JSON and P4Info; `make p4 P4BUILD_ARGS=--check` only checks they are current.
+P4BUILD_ARGS ?=
+p4: install
+	$(PY) -m common.p4build $(P4BUILD_ARGS)
 
 topology: install
 	$(VENV)/bin/mrcnet up $(TOPO) --switch $(SWITCH) --mode $(MODE) --demo $(ARGS)

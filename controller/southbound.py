@@ -28,7 +28,7 @@ from topologies.routes import switch_tables
 CROSS_CONNECT = "OcsIngress.cross_connect"
 INGRESS_PORT = "standard_metadata.ingress_port"
 CONNECT = "OcsIngress.connect"
-DARK = "OcsIngress.drop"  # the action an input port holds while its mirror moves
+DARK = "OcsIngress.dark"  # the action an input port holds while its mirror moves
 
 
 class FabricError(BackendError):

@@ -40,7 +40,9 @@ NIC_PRIORITY = tuple(  # DSCP -> priority of its MRC class (0 for other codepoin
     for dscp in range(64))
 
 DropHook = Callable[[int, int, int], None]
-"""on_drop(port, priority, nbytes): called for every tail drop (pipeline.count_tm_drop)."""
+"""on_drop(port, priority, nbytes): called for every drop of a queued or arriving frame. The
+P4 programs do not count these (v1model programs never see a traffic-manager drop); the
+switch reports them in its admin statistics (QueueStats.drops, DirectionStats.tail_drops)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ class DropReason(IntEnum):
     NO_ROUTE = 5  # route miss or explicit drop action
     EV_MISS = 6  # structured-EV field value with no uplink entry
     PORT_DOWN = 7  # chosen egress port is down (port_down register)
-    TM_DROP = 8  # traffic-manager tail drop (counted via Pipeline.count_tm_drop)
+    # 8 is unused: traffic-manager tail drops happen outside the program (admin stats)
     USID_ERROR = 9  # SRv6 container exhausted with no segment left to load
 
 
@@ -53,7 +53,7 @@ _PORT = Param("port", 9)
 _NEXTHOP = Action("MrcIngress.set_nexthop", (_PORT, Param("smac", 48), Param("dmac", 48)))
 
 ACTIONS = (
-    Action("NoAction"),
+    Action("NoAction", annotations=('@noWarn("unused")',)),  # as core.p4 declares it
     Action("MrcIngress.drop"),
     _NEXTHOP,
     Action("MrcIngress.route_ecmp", (Param("group", 16),)),
@@ -107,9 +107,8 @@ TABLES = (
     Table(
         "MrcIngress.ecmp",
         (MatchField("meta.next_group", 16, "exact"),),
-        (ActionRef("MrcIngress.set_nexthop"), ActionRef("MrcIngress.drop")),
+        (ActionRef("MrcIngress.set_nexthop"), ActionRef("MrcIngress.drop"), _DEFAULT_ONLY_NOACTION),
         size=1024,
-        default_action="MrcIngress.drop",
         implementation="MrcIngress.ecmp_selector",
         selector_fields=(
             "hdr.ipv6.src_addr",
@@ -150,7 +149,6 @@ COUNTERS = (
     Counter("MrcEgress.tx_port_queue", PORT_CELLS),
     Counter("MrcEgress.trim_port_queue", PORT_CELLS),
     Counter("MrcEgress.ecn_port_queue", PORT_CELLS),
-    Counter("MrcEgress.drop_port_queue", PORT_CELLS),
 )
 
 REGISTERS = (

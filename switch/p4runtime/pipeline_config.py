@@ -1,8 +1,10 @@
-"""Set/GetForwardingPipelineConfig: the P4Info must be one of the built-in programs'.
+"""Set/GetForwardingPipelineConfig: the P4Info must describe one of the built-in programs.
 
 The embedded target executes only the programs of common.p4schema, so a pushed P4Info is
-accepted only when it equals one of them (protobuf equality); the device config bytes are
-opaque here (stored and returned, never interpreted).
+accepted when its content equals one of theirs (common.p4schema.canonical.program_content:
+object order and documentation-only fields do not matter, so any P4Info p4c writes for the
+program is accepted); the device config bytes are opaque here (stored and returned, never
+interpreted).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from common.p4schema import PROGRAMS
+from common.p4schema.canonical import content_bytes, program_content
 from common.p4schema.model import Program
 from switch.pipeline import Pipeline
 from switch.pipeline.state import WriteError
@@ -46,23 +49,25 @@ def describe_mismatch(got: p4info_pb2.P4Info, name: str, want: p4info_pb2.P4Info
 class PipelineConfigStore:
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
-        self.builtin = {name: p.to_p4info() for name, p in PROGRAMS.items()}
+        self.builtin = {name: program_content(p.to_p4info()) for name, p in PROGRAMS.items()}
+        self.builtin_bytes = {content_bytes(info): name for name, info in self.builtin.items()}
         self.committed: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.saved: tuple[Program, p4runtime_pb2.ForwardingPipelineConfig] | None = None
 
     def match(self, p4info: p4info_pb2.P4Info) -> Program:
-        for name, info in self.builtin.items():
-            if info == p4info:
-                return PROGRAMS[name]
+        name = self.builtin_bytes.get(content_bytes(p4info))
+        if name is not None:
+            return PROGRAMS[name]
+        got = program_content(p4info)
         closest = max(
             self.builtin,
-            key=lambda n: len(set(_names(p4info, "tables")) & set(_names(self.builtin[n], "tables"))),
+            key=lambda n: len(set(_names(got, "tables")) & set(_names(self.builtin[n], "tables"))),
         )
-        detail = describe_mismatch(p4info, closest, self.builtin[closest])
+        detail = describe_mismatch(got, closest, self.builtin[closest])
         raise WriteError(
             code_pb2.INVALID_ARGUMENT,
             "P4Info does not match any program built into this target "
-            f"({', '.join(sorted(self.builtin))}; generated from common/p4schema): {detail}",
+            f"({', '.join(sorted(self.builtin))}; p4/<program>.p4info.txtpb): {detail}",
         )
 
     def set(self, action: int, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:

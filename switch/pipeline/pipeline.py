@@ -8,7 +8,6 @@ data-plane thread and any number of control-plane threads can use it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -28,22 +27,14 @@ class DataPath(Protocol):
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
     ) -> list[EgressPacket]: ...
 
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None: ...
-
     def port_status_changed(self, port: int, up: bool) -> None: ...
 
 
 class Pipeline:
-    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers.
+    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers."""
 
-    ``clock`` is the clock ``now`` values given to process() come from (default
-    time.monotonic); the OCS program compares it with dark periods set by control-plane
-    writes.
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.clock = clock
         self.program: Program | None = None
         self.state: ProgramState | None = None
         self.datapath: DataPath | None = None
@@ -61,7 +52,7 @@ class Pipeline:
             if program.name == "mrc_switch":
                 datapath = MrcDataPath(state)
             elif program.name == "ocs":
-                datapath = OcsDataPath(state, self.clock)
+                datapath = OcsDataPath(state)
             else:
                 raise ValueError(f"no data path for program {program.name}")
             for port, up in self.port_up.items():
@@ -100,12 +91,6 @@ class Pipeline:
     ) -> list[EgressPacket]:
         self.unconfigured_drops += 1
         return []
-
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        """Count a traffic-manager tail drop on (port, priority) in the program's counters."""
-        with self.lock:
-            if self.datapath is not None:
-                self.datapath.count_tm_drop(port, priority, nbytes)
 
     def set_port_oper_status(self, port: int, up: bool) -> None:
         """Record the physical/admin state of ``port`` (mrc_switch: the port_down register and

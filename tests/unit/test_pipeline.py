@@ -319,15 +319,6 @@ def test_random_garbage_never_crashes() -> None:
     assert total + forwarded == 3000
 
 
-def test_tm_drops_are_counted_per_port_and_queue() -> None:
-    pipe, state = mrc_pipeline()
-    pipe.count_tm_drop(3, 1, 1500)
-    pipe.count_tm_drop(3, 1, 500)
-    c = state.counter("MrcEgress.drop_port_queue")
-    assert (c.packets[3 * 8 + 1], c.bytes[3 * 8 + 1]) == (2, 2000)
-    assert drops(state, DropReason.TM_DROP) == 2
-
-
 def test_table_write_undo_restores_lookup_state() -> None:
     pipe, state = mrc_pipeline()
     table = state.table("MrcIngress.ipv6_route")
