@@ -162,7 +162,7 @@ class SwitchFabric:
                 updates.append(client.update(kind, table_entry=te))
             if updates:
                 try:
-                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
                     raise FabricError(f"{ocs}: dark write failed: {exc}") from None
             for port in ports:
@@ -203,7 +203,7 @@ class SwitchFabric:
                 updates.append(client.update(kind, table_entry=te))
             if updates:
                 try:
-                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
                     raise FabricError(f"{ocs}: cross-connect write failed: {exc}") from None
             self._xc = dict(cross_connects)
