@@ -27,6 +27,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "harvest": ("controller.harvest.bench", "schedule synthesis time"),
     "failover": ("mrcnet.bench_failover", "goodput around a spine link failure, MRC vs RC"),
     "spray": ("mrcnet.bench_spray", "permutation goodput, MRC spraying vs ECMP"),
+    "collective": ("mrcnet.bench_collective",
+                   "Harvest schedules run on the photonic domain, measured vs the model"),
 }
 
 

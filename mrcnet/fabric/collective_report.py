@@ -98,3 +98,25 @@ def plot_bars(outcomes: Sequence[Outcome], path: Path, time_label: str = "s") ->
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def plot_sweep(points: Sequence[dict[str, Any]], path: Path, time_label: str = "s") -> Path:
+    """Completion time of each schedule over alpha_r: model as lines, measured as markers."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    xs = [p["alpha_r_s"] for p in points]
+    for i, name in enumerate(("static", "every-step", "harvest")):
+        color = f"C{i}"
+        ax.plot(xs, [p["schedules"][name]["model_s"] for p in points], color=color,
+                linestyle="-" if name != "harvest" else "--", label=f"{name} (model)")
+        ax.plot(xs, [p["schedules"][name]["measured_s"] for p in points], color=color,
+                marker="o", linestyle="none", label=f"{name} (measured)")
+    ax.set_xscale("symlog", linthresh=max(min(x for x in xs if x > 0), 1e-6)
+                  if any(x > 0 for x in xs) else 1e-6)
+    ax.set_xlabel(f"reconfiguration delay alpha_r ({time_label})")
+    ax.set_ylabel(f"completion time ({time_label})")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
