@@ -19,6 +19,7 @@ natural rendezvous. Its cost (one unix-socket RPC round trip) is part of the cal
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -94,7 +95,7 @@ class Collectives:
             raise invalid("a collective needs at least one interval and one step")
         if any(i >= len(intervals) for i in steps):
             raise invalid(f"step_interval names an interval beyond the {len(intervals)} given")
-        if steps[0] != 0 or any(b not in (a, a + 1) for a, b in zip(steps, steps[1:])):
+        if steps[0] != 0 or any(b not in (a, a + 1) for a, b in itertools.pairwise(steps)):
             raise invalid("steps must use the intervals in order, starting with interval 0")
         if not (req.alpha_r_s >= 0 and req.alpha_r_s < 60):
             raise invalid(f"alpha_r must be 0..60 s, got {req.alpha_r_s}")

@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         out = report.summary(main, cal, {
             "collective": coll.name, "phase": coll.phase, "gpus": coll.n, "degree": degree,
             "size_bytes": size})
+        assert fab.topo is not None
         out["link_rate_bps"] = fab.topo.links[0].params.rate_bps
         out["dark_s"] = dark
         rs = build("rd", driver.n, "reduce-scatter")

@@ -285,9 +285,9 @@ def step_routes(
         for t in range(n):
             if s == t or (s, t) in pairs:
                 continue
-            p = shortest_path(n, circuits, s, t)
-            if p is not None:
-                pairs[(s, t)] = PairRoute((p,), (0,) * buckets)
+            short = shortest_path(n, circuits, s, t)
+            if short is not None:
+                pairs[(s, t)] = PairRoute((short,), (0,) * buckets)
     return StepRoutes(theta, longest, pairs)
 
 

@@ -61,6 +61,11 @@ class Exchange(Protocol):
     def fetch(self, rank: int, timeout: float) -> dict[str, Any]: ...
 
 
+def _bytes(array: np.ndarray) -> memoryview:
+    """The array's memory as bytes (registered with the agent, hashed)."""
+    return memoryview(array.data).cast("B")
+
+
 def make_input(seed: int, rank: int, dtype: str, count: int) -> np.ndarray:
     """Rank ``rank``'s input vector: a pure function of (seed, rank, dtype, count), so anyone
     can recompute every input (and their sum) independently."""
@@ -72,9 +77,9 @@ def make_input(seed: int, rank: int, dtype: str, count: int) -> np.ndarray:
 
 def expected_sum(seed: int, n: int, dtype: str, count: int) -> np.ndarray:
     """Sum of all ranks' inputs, one input at a time (int32 wraps as numpy's does)."""
-    acc = np.zeros(count, dtype=np.float64 if dtype == "float32" else np.int32)
+    acc: np.ndarray = np.zeros(count, dtype=np.float64 if dtype == "float32" else np.int32)
     for r in range(n):
-        acc += make_input(seed, r, dtype, count)
+        np.add(acc, make_input(seed, r, dtype, count), out=acc, casting="unsafe")
     return acc
 
 
@@ -147,9 +152,9 @@ class CollectiveRunner:
     def setup(self) -> None:
         ctx = self.ctx
         self.cq = ctx.create_cq(1 << 16)
-        self.mr_data = ctx.reg_mr(memoryview(self.data).cast("B"),
+        self.mr_data = ctx.reg_mr(_bytes(self.data),
                                   Access.LOCAL_WRITE | Access.REMOTE_WRITE)
-        self.mr_staging = ctx.reg_mr(memoryview(self.staging).cast("B"),
+        self.mr_staging = ctx.reg_mr(_bytes(self.staging),
                                      Access.LOCAL_WRITE | Access.REMOTE_WRITE)
         if self.router is not None:
             for step, table in self.plan.router_tables(self.rank).items():
@@ -180,7 +185,7 @@ class CollectiveRunner:
     # -- steps ------------------------------------------------------------------------
     def run(self) -> RunResult:
         steps = self.plan.collective.steps
-        for i, st in enumerate(steps, start=1):
+        for i in range(1, len(steps) + 1):
             released = self.barrier.wait(i, self.timeout)
             if self.router is not None:
                 self.router.select(i)
@@ -188,7 +193,7 @@ class CollectiveRunner:
             self._step(i, timing)
             self.result.steps.append(timing)
         self.barrier.wait(len(steps) + 1, self.timeout)
-        self.result.sha256 = hashlib.sha256(memoryview(self.data).cast("B")).hexdigest()
+        self.result.sha256 = hashlib.sha256(_bytes(self.data)).hexdigest()
         return self.result
 
     def _step(self, i: int, timing: StepTiming) -> None:

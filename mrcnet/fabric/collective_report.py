@@ -42,7 +42,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
     for o in outcomes:
         ratio = o.measured_s / o.model_s if o.model_s > 0 else float("nan")
         lines.append(f"{o.plan['schedule']:<14} {o.measured_s:>11.4f} {o.model_s:>10.4f} "
-                     f"{ratio:>6.3f} {o.reconfigurations:>6} {str(o.verified):>8}")
+                     f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8}")
     return "\n".join(lines)
 
 

@@ -61,7 +61,7 @@ CASES = [("rd", 1, s) for s in ("static", "every-step", "harvest")] + \
 @pytest.mark.parametrize(("algorithm", "degree", "schedule"), CASES)
 def test_allreduce_on_real_circuits(domain: tuple[Fabric, CollectiveDriver], algorithm: str,
                                     degree: int, schedule: str) -> None:
-    fab, driver = domain
+    _fab, driver = domain
     coll = build(algorithm, 8)
     # alpha_r of 30 ms against steps of 13..52 ms: Harvest reconfigures, but not every step
     params = Params(degree, RATE, 1e-3, 1e-4, 0.03)
