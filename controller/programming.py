@@ -3,7 +3,7 @@
 Pure translation, checked against the single control-plane definition in common/p4schema:
 every table, match field, action and parameter name must exist and every value must fit its
 width, otherwise ``ProgramError``. The controller's southbound applies the result with
-controller/p4runtime_client.py (groups first, then table entries, so references resolve).
+common/p4runtime_client.py (groups first, then table entries, so references resolve).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ INSERT = 1  # p4.v1.Update.INSERT
 
 
 class P4RuntimeClientLike(Protocol):
-    """The part of controller.p4runtime_client.P4RuntimeClient that ``apply`` uses."""
+    """The part of common.p4runtime_client.P4RuntimeClient that ``apply`` uses."""
 
     def insert_group(
         self, profile: str, group_id: int, members: Sequence[tuple[int, str, Mapping[str, int]]]

@@ -183,9 +183,9 @@ def measure(
 
     from common.classes import DEFAULT_CLASSES, TrafficClass
     from common.netns import NetKit, wait_until
+    from common.p4runtime_client import P4RuntimeClient
     from common.proto import switch_admin_pb2 as pb
     from common.proto import switch_admin_pb2_grpc as pb_grpc
-    from controller.p4runtime_client import P4RuntimeClient
     from switch.harness import Lab
 
     workdir = Path(tempfile.mkdtemp(prefix="mrcnet-bench-switch-"))

@@ -14,7 +14,7 @@ from scapy.layers.l2 import Ether
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
 from common.netns import NetKit
-from controller.p4runtime_client import P4RuntimeClient
+from common.p4runtime_client import P4RuntimeClient
 from switch.harness import STOP_MARK, Lab, SwitchProcess
 
 HOST_MAC = "02:00:00:00:00:01"

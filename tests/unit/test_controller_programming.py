@@ -16,7 +16,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.p4runtime_client import P4RuntimeClient
+from common.p4runtime_client import P4RuntimeClient
 from controller.programming import ProgramError, TableWrite, apply, check, program_for
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import EgressPacket, Pipeline

@@ -12,12 +12,12 @@ from pathlib import Path
 import grpc
 import pytest
 
+from common.p4runtime_client import P4RuntimeClient
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.core import Controller
-from controller.p4runtime_client import P4RuntimeClient
 from controller.server import ServerConfig, start
 from controller.southbound import FabricError, SwitchEndpoint, SwitchFabric
 from switch.p4runtime import P4RuntimeServer, start_server
