@@ -61,7 +61,8 @@ $(STAMP): pyproject.toml Makefile
 # Per-packet code with a C accelerator (common/cext.py) keeps a pure-Python reference: the
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
-PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_pktio.py tests/unit/test_agent_loop.py
+PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
+              tests/unit/test_agent_loop.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \

@@ -15,7 +15,7 @@ from scapy.layers.l2 import Ether
 from common.classes import DEFAULT_CLASSES, TrafficClass
 from common.netns import NetKit
 from common.p4runtime_client import P4RuntimeClient
-from switch.harness import STOP_MARK, Lab, SwitchProcess
+from testbed.switch_lab import STOP_MARK, Lab, SwitchProcess
 
 HOST_MAC = "02:00:00:00:00:01"
 SWITCH_MAC = "02:00:00:00:ff:01"

@@ -15,7 +15,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from common.p4schema.mrc_switch import DropReason
-from switch.harness import Lab
+from testbed.switch_lab import Lab
 from tests.emulation.switch_util import (
     SWITCH_MAC,
     connect,

@@ -20,7 +20,7 @@ from common.classes import DEFAULT_CLASSES, TrafficClass
 from common.p4runtime_client import P4RuntimeClient
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
-from switch.harness import Lab, SwitchProcess
+from testbed.switch_lab import Lab, SwitchProcess
 from tests.emulation.switch_util import (
     TRIM_DSCP,
     TRIM_PRIO,

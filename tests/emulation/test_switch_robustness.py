@@ -18,7 +18,7 @@ from common.p4runtime_client import P4RuntimeClient, PortEvent
 from common.p4schema.mrc_switch import DropReason
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
-from switch.harness import Lab
+from testbed.switch_lab import Lab
 from tests.emulation.switch_util import (
     HOST_MAC,
     SWITCH_MAC,

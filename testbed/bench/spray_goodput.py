@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from mrcnet.bench_failover import capacity
+from testbed.bench.failover_goodput import capacity
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

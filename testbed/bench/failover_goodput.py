@@ -109,7 +109,7 @@ def recovery(series: list[tuple[float, float]], t_fail: float, target: float,
     return (series[-1][0] - t_fail if series else 0.0), False
 
 
-def run_one(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
+def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
     from mrcnet.fabric.failures import find_link
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
     from mrcnet.fabric.scenario import collect
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     out = {}
     for key, qp in (("mrc", "MRC"), ("rc", "RC")):
         print(f"[bench failover] {qp} ...", file=sys.stderr, flush=True)
-        out[key] = run_one(args, qp)
+        out[key] = goodput_around_failure(args, qp)
     if args.json:
         print(json.dumps(out))
     else:
