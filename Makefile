@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
-	@echo "make lint      ruff + mypy"
+	@echo "make lint      ruff + mypy + import-linter layer contracts"
 	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
 	@echo "make bench     run the benchmarks, results under results/"
 	@echo "make clean     remove what the project created (venv, caches, results)"
@@ -82,6 +82,7 @@ test-emulation: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 protos: install
 	$(PY) -m common.proto.build
@@ -97,5 +98,5 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis results/runs
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
