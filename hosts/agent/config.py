@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from common.classes import DEFAULT_CLASSES, ClassMap, TrafficClass
-from hosts.wire import EvMode, UsidSlot, UsidTemplate, ip6, mac
+from common.evbits import UsidSlot, UsidTemplate
+from hosts.wire import EvMode, ip6, mac
 
 
 class ConfigError(ValueError):

@@ -6,7 +6,7 @@ NIC port (plane). Three ways to give it (mrc_ctl EV profile modes):
 - EXP: an explicit list of (ev, port) entries;
 - GEN: generated from fields {width, init_val, min, max, mask}, ``per_plane`` values per port;
 - SRV6: like EXP, plus a per-plane uSID template the agent uses to build the SRv6 path of an EV
-  (hosts.wire.usid_container); the EV still travels in the UDP source port for reflection.
+  (common.evbits.usid_container); the EV still travels in the UDP source port for reflection.
 
 ``active_count`` EVs (0: all) are sprayed over at once; the rest are spares that replace an
 active EV of the same plane when it leaves GOOD. ``ev_min_active`` is the least number of
@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hosts.wire import EvMode, UsidTemplate
+from common.evbits import UsidTemplate
+from hosts.wire import EvMode
 
 
 class EvProfileMode(Enum):

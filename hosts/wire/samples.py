@@ -6,6 +6,7 @@ value so a decoder that mixes fields up is caught.
 
 from __future__ import annotations
 
+from common.evbits import UsidSlot, UsidTemplate, usid_container
 from hosts.wire import (
     Aeth,
     Bth,
@@ -27,12 +28,9 @@ from hosts.wire import (
     Seth,
     Srv6Outer,
     Tseth,
-    UsidSlot,
-    UsidTemplate,
     ev_to_fields,
     ip6,
     mac,
-    usid_container,
 )
 
 

@@ -5,6 +5,7 @@ exactly the path topologies.trace predicts (ECMP, Structured EV, SRv6)."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import itertools
 import re
 import struct
@@ -16,11 +17,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from common.evbits import usid_container
 from common.p4runtime_client import P4RuntimeClient
 from controller.programming import ProgramError, TableWrite, apply, check, program_for
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import EgressPacket, Pipeline
-from topologies.addressing import host_gid, mac, usid_container
+from topologies.addressing import host_gid, mac
 from topologies.evlayout import srv6_template
 from topologies.loader import load
 from topologies.model import NodeKind, PathMode, Topology
@@ -201,7 +203,7 @@ def build(topo: Topology, mode: PathMode, plane: int, src: str, dst: str, ev: in
         tmpl = srv6_template(topo, plane, src, dst)
         if tmpl.slots:
             outer = IPv6(
-                src=sgid, dst=str(usid_container(tmpl.block, tmpl.usids(ev))), tc=10 << 2, nh=41
+                src=sgid, dst=str(ipaddress.IPv6Address(usid_container(tmpl, ev))), tc=10 << 2, nh=41
             )
             return bytes(eth / outer / inner)
     return bytes(eth / inner)
