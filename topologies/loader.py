@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import yaml
 
 from common.classes import DEFAULT_CLASSES, ClassMap, TrafficClass
+from common.units import parse_duration, parse_rate, parse_ratio, parse_size
 from topologies.model import (
     Addressing,
     Endpoint,
@@ -32,7 +33,6 @@ from topologies.model import (
     Thresholds,
     Topology,
 )
-from topologies.units import parse_duration, parse_rate, parse_ratio, parse_size
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent
 MAX_PLANES = 32  # port_status_mask of an endpoint operation has one bit per port

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def params_from(args: argparse.Namespace, alpha_r: float = 0.0) -> Params:
     p = Params(
         degree=args.degree,
-        bandwidth_bps=parse_amount(args.bandwidth, r"bps|b/s|bit/s", "bandwidth"),
+        bandwidth_bps=parse_amount(args.bandwidth, "bps", "bandwidth"),
         alpha=parse_time(args.alpha, "alpha"),
         delta=parse_time(args.delta, "delta"),
         alpha_r=alpha_r,

@@ -110,12 +110,12 @@ def recovery(series: list[tuple[float, float]], t_fail: float, target: float,
 
 
 def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
+    from common.units import parse_size
     from mrcnet.fabric.failures import find_link
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
     from mrcnet.fabric.scenario import collect
     from mrcnet.fabric.workloads import flows_for
     from topologies.model import NodeKind
-    from topologies.units import parse_size
 
     size = parse_size(args.size)
     opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
