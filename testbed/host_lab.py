@@ -247,12 +247,11 @@ def switch_star(
 
 def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, int], int],
                   trim_at: int) -> None:
-    from common.classes import DEFAULT_CLASSES, TrafficClass
+    from common.classes import DEFAULT_CLASSES, TrafficClass, dscp_classes
     from common.p4runtime_client import P4RuntimeClient
+    from common.p4schema.mrc_switch import dscp_class_write
     from hosts.wire import ip6, mac
 
-    class_ids = {cls: i for i, cls in enumerate(TrafficClass)}
-    trimmable = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
     with P4RuntimeClient(address, SWITCH_DEVICE_ID) as client:
         client.push_pipeline()
         for h in hosts:
@@ -264,12 +263,8 @@ def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, 
                     "MrcIngress.set_nexthop",
                     {"port": sp, "smac": int.from_bytes(mac(switch_mac(sp)), "big"),
                      "dmac": int.from_bytes(mac(h.macs[p]), "big")})
-        for cls in TrafficClass:
-            client.insert(
-                "MrcIngress.dscp_class", {"meta.dscp": DEFAULT_CLASSES.dscp[cls]},
-                "MrcIngress.set_class",
-                {"class_id": class_ids[cls], "priority": DEFAULT_CLASSES.priority[cls],
-                 "trimmable": int(cls in trimmable)})
+        for row in dscp_classes(DEFAULT_CLASSES):
+            client.insert(*dscp_class_write(row))
         if trim_at > 0:
             lasthop = TrafficClass.TRIMMED_LASTHOP
             for sp in port_of.values():

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
-from common.classes import TrafficClass
+from common.classes import DscpClass, TrafficClass, dscp_classes
 from common.p4schema.mrc_switch import THRESHOLD_BITS
 from topologies.addressing import host_gid, locator, locators, mac, usid_of
 from topologies.evlayout import STEV_BITS, EvLayout, ev_layout
@@ -35,8 +35,6 @@ from topologies.paths import Hop, base_rtt, next_hops
 
 THRESHOLD_MAX = (1 << THRESHOLD_BITS) - 1  # widest value set_port_params takes (bytes)
 DISABLED = 0  # a set_port_params threshold of 0 never fires
-CLASS_IDS = {cls: i for i, cls in enumerate(TrafficClass)}
-TRIMMABLE = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +89,6 @@ class PortConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class DscpClass:
-    dscp: int
-    traffic_class: TrafficClass
-    class_id: int
-    priority: int
-    trimmable: bool
-
-
-@dataclass(frozen=True)
 class SwitchTables:
     switch: str
     plane: int
@@ -136,13 +125,6 @@ class SwitchTables:
 
 def _nexthop(topo: Topology, sw: str, hop: Hop) -> NextHop:
     return NextHop(hop.port, mac(topo, sw, hop.port), mac(topo, hop.peer, hop.peer_port), hop.peer)
-
-
-def dscp_classes(topo: Topology) -> tuple[DscpClass, ...]:
-    cm = topo.fabric.classes
-    return tuple(
-        DscpClass(cm.dscp[c], c, CLASS_IDS[c], cm.priority[c], c in TRIMMABLE) for c in TrafficClass
-    )
 
 
 def queue_capacity_bytes(params: LinkParams, mtu: int) -> int:
@@ -218,7 +200,7 @@ def switch_tables(topo: Topology, mode: PathMode | None = None) -> dict[str, Swi
     mode = mode or topo.fabric.path_mode
     layout = ev_layout(topo) if mode == PathMode.STEV else None
     out: dict[str, SwitchTables] = {}
-    classes = dscp_classes(topo)
+    classes = dscp_classes(topo.fabric.classes)
     for sw_node in topo.switches:
         sw = sw_node.name
         plane, tier = sw_node.plane, sw_node.tier

@@ -181,9 +181,10 @@ def measure_switch_throughput(
 
     import grpc
 
-    from common.classes import DEFAULT_CLASSES, TrafficClass
+    from common.classes import DEFAULT_CLASSES, DscpClass, TrafficClass
     from common.netns import NetKit, wait_until
     from common.p4runtime_client import P4RuntimeClient
+    from common.p4schema.mrc_switch import dscp_class_write
     from common.proto import switch_admin_pb2 as pb
     from common.proto import switch_admin_pb2_grpc as pb_grpc
     from testbed.switch_lab import Lab
@@ -225,16 +226,7 @@ def measure_switch_throughput(
         ):
             client.connect()
             client.push_pipeline()
-            client.insert(
-                "MrcIngress.dscp_class",
-                {"meta.dscp": DEFAULT_CLASSES.dscp[TrafficClass.NO_TRIM]},
-                "MrcIngress.set_class",
-                {
-                    "class_id": 1,
-                    "priority": DEFAULT_CLASSES.priority[TrafficClass.NO_TRIM],
-                    "trimmable": 0,
-                },
-            )
+            client.insert(*dscp_class_write(DscpClass.of(DEFAULT_CLASSES, TrafficClass.NO_TRIM)))
             client.insert(
                 "MrcIngress.ipv6_route",
                 {"hdr.ipv6.dst_addr": (int(ipaddress.IPv6Address(DST)) >> 64 << 64, 64)},
