@@ -100,7 +100,7 @@ class CtlClient:
         """CC profile 1: NSCC scaled to the fabric's fastest link and base RTT (distributed to
         the agents, which store it; the run's QPs keep the fixed window: NSCC is not part of
         the core yet)."""
-        from controller.profiles import nscc_defaults
+        from controller.profile_store import nscc_defaults
         from topologies.paths import base_rtt
 
         rate = max((ln.params.rate_bps for ln in topo.links), default=0.0) or 1e9
