@@ -9,7 +9,7 @@ import sys
 from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
 
 from .engine import Result, Synthesizer
-from .model import HarvestError, Params, Topology
+from .model import CircuitTopology, HarvestError, Params
 from .units import fmt_bytes, fmt_time, parse_amount, parse_time
 
 
@@ -61,7 +61,7 @@ def params_from(args: argparse.Namespace, alpha_r: float = 0.0) -> Params:
     return p
 
 
-def describe(topo: Topology) -> str:
+def describe(topo: CircuitTopology) -> str:
     if topo.kind == "circulant":
         return "circulant u->u+g, g in {" + ",".join(map(str, topo.gens)) + "}"
     if topo.kind == "local":
