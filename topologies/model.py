@@ -115,7 +115,9 @@ class OcsConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Fabric:
+class FabricSpec:
+    """The `fabric:` section of a topology file: kind, planes, path mode, MTU, classes, ..."""
+
     kind: FabricKind
     planes: int
     path_mode: PathMode
@@ -137,7 +139,7 @@ class Topology:
     name: str
     description: str
     source: str  # file the topology came from (for error messages)
-    fabric: Fabric
+    fabric: FabricSpec
     nodes: tuple[Node, ...]
     links: tuple[Link, ...]
     _by_name: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)

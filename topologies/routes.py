@@ -80,7 +80,7 @@ class UsidEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class PortConfig:
+class EgressPortConfig:
     ecn_threshold_bytes: int  # bytes queued at or above which ECT packets get CE; 0 = disabled
     trim_threshold_bytes: int  # bytes queued at or above which trimmable packets are trimmed
     last_hop: bool  # port faces a host: the pipeline never marks ECN here
@@ -100,7 +100,7 @@ class SwitchTables:
     ecmp_groups: dict[int, tuple[NextHop, ...]]
     ev_groups: dict[int, dict[int, NextHop]]
     usid_entries: tuple[UsidEntry, ...]
-    port_config: dict[int, PortConfig]
+    port_config: dict[int, EgressPortConfig]
     dscp_classes: tuple[DscpClass, ...] = field(default=())
 
     def lookup(self, addr: ipaddress.IPv6Address) -> Route | None:
@@ -132,7 +132,7 @@ def queue_capacity_bytes(params: LinkParams, mtu: int) -> int:
     return min(params.queue_packets * mtu, params.queue_bytes)
 
 
-def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
+def port_thresholds(topo: Topology, sw: str, port: int) -> EgressPortConfig:
     """Thresholds of one egress port in bytes, from the BDP of its link (rate x base RTT / 8).
 
     ``x`` BDP is ``ceil(x * BDP)`` bytes, at most the queue's byte capacity minus one MTU (so a
@@ -156,11 +156,11 @@ def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
         return max(mtu, min(upper, math.ceil(frac * bdp_bytes)))
 
     if last_hop:
-        return PortConfig(
+        return EgressPortConfig(
             DISABLED, nbytes(th.trim_lasthop_bdp), True,
             cm.dscp[TrafficClass.TRIMMED_LASTHOP], cm.priority[TrafficClass.TRIMMED_LASTHOP],
         )  # fmt: skip
-    return PortConfig(
+    return EgressPortConfig(
         nbytes(th.ecn_bdp), nbytes(th.trim_bdp), False,
         cm.dscp[TrafficClass.TRIMMED], cm.priority[TrafficClass.TRIMMED],
     )  # fmt: skip

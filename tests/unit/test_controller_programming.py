@@ -136,7 +136,7 @@ def test_port_config_thresholds_are_bytes_end_to_end() -> None:
         server.stop()
 
 
-class Fabric:
+class PipelineFabric:
     """One embedded pipeline + P4Runtime server per switch, programmed with program_for."""
 
     def __init__(self, topo: Topology, mode: PathMode) -> None:
@@ -210,15 +210,15 @@ def build(topo: Topology, mode: PathMode, plane: int, src: str, dst: str, ev: in
 
 
 @pytest.fixture(params=[PathMode.STEV, PathMode.SRV6, PathMode.ECMP], ids=lambda m: m.value)
-def fattree(request: pytest.FixtureRequest) -> Iterator[tuple[Fabric, PathMode]]:
-    fab = Fabric(load("fattree-3t"), request.param)
+def fattree(request: pytest.FixtureRequest) -> Iterator[tuple[PipelineFabric, PathMode]]:
+    fab = PipelineFabric(load("fattree-3t"), request.param)
     try:
         yield fab, request.param
     finally:
         fab.close()
 
 
-def test_packets_follow_the_predicted_paths(fattree: tuple[Fabric, PathMode]) -> None:
+def test_packets_follow_the_predicted_paths(fattree: tuple[PipelineFabric, PathMode]) -> None:
     fab, mode = fattree
     topo = fab.topo
     for src, dst in itertools.permutations(["h0", "h1", "h2", "h3"], 2):
