@@ -50,13 +50,6 @@ def state_name(state: int) -> str:
     return pb.ProfileState.Name(state).removeprefix("PROFILE_")  # type: ignore[arg-type]
 
 
-def ev_state_name(state: int) -> str:
-    try:
-        return pb.EvState.Name(state).removeprefix("EV_")  # type: ignore[arg-type]
-    except ValueError:
-        return str(state)
-
-
 def _check_transition(kind: str, pid: int, cur: int, new: int) -> None:
     if cur != new and (cur, new) not in _TRANSITIONS:
         raise invalid(

@@ -88,10 +88,6 @@ class Node:
     plane: int | None = None
     tier: int | None = None
 
-    @property
-    def is_switch(self) -> bool:
-        return self.kind in (NodeKind.SWITCH, NodeKind.OCS)
-
 
 @dataclass(frozen=True, slots=True)
 class Addressing:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import grpc
 
@@ -28,16 +27,6 @@ FMT_PROFILE = 1
 CC_PROFILE = 1
 ENTROPY_VALUES = 8
 ENTROPY_BASE = 0x100
-
-
-@dataclass(frozen=True)
-class EvEventRecord:
-    t: float  # orchestrator clock (time.monotonic) when received
-    host: str
-    qpn: int
-    ev: int
-    port: int  # 1-based
-    state: str  # GOOD | ASSUMED_BAD
 
 
 def ev_array(topo: Topology, mode: PathMode) -> tuple[pb.EvFmtMode, list[int], list[pb.Ev]]:
