@@ -193,12 +193,7 @@ class P4RuntimeClient:
     def action(self, name: str, params: Params | None = None) -> p4runtime_pb2.Action:
         schema = self.program.action(name)
         params = params or {}
-        unknown = set(params) - {p.name for p in schema.params}
-        if unknown:
-            raise ValueError(
-                f"{name} has no parameter(s) {sorted(unknown)}; "
-                f"its parameters are {[p.name for p in schema.params]}"
-            )
+        _known(name, "parameter", params, [p.name for p in schema.params])
         missing = [p.name for p in schema.params if p.name not in params]
         if missing:
             raise ValueError(f"{name}: missing parameter(s) {missing}")
@@ -221,12 +216,7 @@ class P4RuntimeClient:
         schema = self.program.table(table)
         te = p4runtime_pb2.TableEntry(table_id=self.program.id(table), is_default_action=default)
         match = match or {}
-        unknown = set(match) - {mf.name for mf in schema.match_fields}
-        if unknown:
-            raise ValueError(
-                f"{table} has no match field(s) {sorted(unknown)}; "
-                f"its fields are {[mf.name for mf in schema.match_fields]}"
-            )
+        _known(table, "match field", match, [mf.name for mf in schema.match_fields])
         for i, mf in enumerate(schema.match_fields, start=1):
             if mf.name not in match:
                 continue
@@ -350,6 +340,13 @@ class P4RuntimeClient:
         r.index.index = index
         found = self.read([p4runtime_pb2.Entity(register_entry=r)])
         return decode(found[0].register_entry.data.bitstring)
+
+
+def _known(owner: str, kind: str, given: Mapping[str, object], declared: list[str]) -> None:
+    """ValueError naming the given names ``owner`` does not declare, and the ones it does."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(f"{owner} has no {kind}(s) {unknown}; its {kind}s are {declared}")
 
 
 def _update_errors(exc: grpc.RpcError) -> list[UpdateError]:
