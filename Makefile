@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
-	@echo "make lint      ruff + mypy"
+	@echo "make lint      ruff + mypy + import-linter layer contracts"
 	@echo "make p4        compile p4/*.p4 with p4c into p4/*.json and p4/*.p4info.txtpb"
 	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
 	@echo "make bench     run the benchmarks, results under results/"
@@ -62,7 +62,8 @@ $(STAMP): pyproject.toml Makefile
 # Per-packet code with a C accelerator (common/cext.py) keeps a pure-Python reference: the
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
-PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_pktio.py tests/unit/test_agent_loop.py
+PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
+              tests/unit/test_agent_loop.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -82,6 +83,7 @@ test-emulation: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 protos: install
 	$(PY) -m common.proto.build
@@ -100,5 +102,5 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis results/runs
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2
 
+from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.fabric import BackendError
-from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
 from topologies.routes import switch_tables
@@ -31,7 +31,7 @@ CONNECT = "OcsIngress.connect"
 DARK = "OcsIngress.dark"  # the action an input port holds while its mirror moves
 
 
-class FabricError(BackendError):
+class SouthboundError(BackendError):
     """A switch could not be reached or refused an operation; the message names it."""
 
 
@@ -53,7 +53,7 @@ class SwitchFabric:
         switches = {n.name for n in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS)}
         missing = sorted(switches - set(endpoints))
         if missing:
-            raise FabricError(f"no endpoint for switch(es) {', '.join(missing)}")
+            raise SouthboundError(f"no endpoint for switch(es) {', '.join(missing)}")
         self.topo = topo
         self.mode = mode or topo.fabric.path_mode
         self.endpoints = dict(endpoints)
@@ -79,7 +79,7 @@ class SwitchFabric:
                 self._clients[node.name] = client
                 try:
                     if not client.connect():
-                        raise FabricError(
+                        raise SouthboundError(
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
                     client.push_pipeline()
@@ -91,7 +91,7 @@ class SwitchFabric:
                     grpc.FutureTimeoutError,
                     grpc.RpcError,
                 ) as exc:
-                    raise FabricError(
+                    raise SouthboundError(
                         f"{node.name} ({ep.address}): {exc or type(exc).__name__}"
                     ) from None
                 channel = grpc.insecure_channel(ep.address)
@@ -140,7 +140,7 @@ class SwitchFabric:
                         )
                     except grpc.RpcError:
                         pass
-                raise FabricError(
+                raise SouthboundError(
                     f"{end.node}: SetPortAdmin port {end.port}: {exc.code().name} {exc.details()}"
                 ) from None  # type: ignore[attr-defined]
             self.counters["link_changes"] += 1
@@ -164,7 +164,7 @@ class SwitchFabric:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
-                    raise FabricError(f"{ocs}: dark write failed: {exc}") from None
+                    raise SouthboundError(f"{ocs}: dark write failed: {exc}") from None
             for port in ports:
                 self._xc[port] = -1
             self.counters["dark_writes"] = self.counters.get("dark_writes", 0) + 1
@@ -176,7 +176,7 @@ class SwitchFabric:
         try:
             entries = client.read_table(CROSS_CONNECT)
         except P4RuntimeError as exc:
-            raise FabricError(f"{ocs}: cross-connect read failed: {exc}") from None
+            raise SouthboundError(f"{ocs}: cross-connect read failed: {exc}") from None
         out = {}
         for te in entries:
             if te.action.action.action_id != connect:
@@ -205,7 +205,7 @@ class SwitchFabric:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
-                    raise FabricError(f"{ocs}: cross-connect write failed: {exc}") from None
+                    raise SouthboundError(f"{ocs}: cross-connect write failed: {exc}") from None
             self._xc = dict(cross_connects)
             self.counters["circuit_writes"] += 1
 

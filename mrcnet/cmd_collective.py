@@ -48,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
     """Check everything before the fabric starts; raises ValueError (or HarvestError)."""
+    from common.units import parse_duration, parse_size
     from controller.harvest import schedules
     from controller.harvest.model import Params
-    from topologies.units import parse_duration, parse_size
 
     phase, algorithm = parse_run(args.run or "allreduce:rd")
     gpus = [n.name for n in topo.nodes if n.kind.value == "gpu"]

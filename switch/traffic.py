@@ -308,24 +308,6 @@ class Shaper:
             qs.max_depth_bytes = nbytes
         return True
 
-    def bypass(self, data: bytes, priority: int, trimmed: bool = False, ecn: bool = False) -> bool:
-        """Fast path of an unshaped, idle link: count the frame as sent and return True (the
-        caller hands it to the socket at once), or return False (the caller must enqueue)."""
-        if not self.direct or self.backlog or self.inflight or not 0 <= priority < self.nqueues:
-            return False
-        size = len(data)
-        st = self.stats
-        qs = st.queues[priority]
-        qs.packets += 1
-        qs.bytes += size
-        if trimmed:
-            qs.trims += 1
-        if ecn:
-            qs.ecn_marks += 1
-        st.packets += 1
-        st.bytes += size
-        return True
-
     def _transmit(self, now: float) -> None:
         """Move packets from the queues onto the wire while the wire is free at ``now``."""
         queues = self.queues

@@ -11,8 +11,11 @@ and the controller take from the schema are p4c's.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TypeVar
 
 from p4.config.v1 import p4info_pb2
 
@@ -124,6 +127,8 @@ class Program:
     arch: str = "v1model"
     ids: dict[str, int] = field(init=False, compare=False, repr=False)
     aliases: dict[str, str] = field(init=False, compare=False, repr=False)
+    _tables: dict[str, Table] = field(init=False, compare=False, repr=False)
+    _actions: dict[str, Action] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         kinds: list[tuple[Prefix, list[str]]] = [
@@ -145,6 +150,8 @@ class Program:
                 all_names.append(name)
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "aliases", {n: shortest_unique_suffix(n, all_names) for n in all_names})
+        object.__setattr__(self, "_tables", {t.name: t for t in self.tables})
+        object.__setattr__(self, "_actions", {a.name: a for a in self.actions})
         self._check()
 
     def _check(self) -> None:
@@ -160,7 +167,14 @@ class Program:
                 raise ValueError(f"table {t.name}: unknown action profile {t.implementation}")
 
     def id(self, name: str) -> int:
-        return self.ids[name]
+        """The P4Runtime id of any control-plane object; ValueError naming near names."""
+        return _by_name(self.ids, name, "control-plane object", self.name)
+
+    def table(self, name: str) -> Table:
+        return _by_name(self._tables, name, "table", self.name)
+
+    def action(self, name: str) -> Action:
+        return _by_name(self._actions, name, "action", self.name)
 
     def to_p4info(self) -> p4info_pb2.P4Info:
         """The P4Info p4c wrote for this program (a fresh copy of p4/<name>.p4info.txtpb)."""
@@ -222,6 +236,19 @@ class Program:
         pre.id = self.ids[name]
         pre.name = name
         pre.alias = self.aliases[name]
+
+
+_V = TypeVar("_V")
+
+
+def _by_name(index: Mapping[str, _V], name: str, kind: str, program: str) -> _V:
+    """``index[name]``, or a ValueError that names the nearest names (a typo is the usual cause)."""
+    try:
+        return index[name]
+    except KeyError:
+        near = difflib.get_close_matches(name, list(index), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else f" (it has {len(index)})"
+        raise ValueError(f"{program} has no {kind} {name!r}{hint}") from None
 
 
 def jenkins_one_at_a_time(name: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from common.classes import DscpClass
 from common.p4schema.model import (
     Action,
     ActionProfile,
@@ -164,3 +165,19 @@ PROGRAM = Program(
     counters=COUNTERS,
     registers=REGISTERS,
 )
+
+
+def dscp_class_write(
+    row: DscpClass,
+) -> tuple[str, dict[str, int | tuple[int, int]], str, dict[str, int]]:
+    """(table, match, action, params) that installs one DSCP classification row.
+
+    The one definition of the ``dscp_class`` entry: the controller's table programs and the
+    test and benchmark labs all write the rows of common.classes.dscp_classes through it.
+    """
+    return (
+        "MrcIngress.dscp_class",
+        {"meta.dscp": row.dscp},
+        "MrcIngress.set_class",
+        {"class_id": row.class_id, "priority": row.priority, "trimmable": int(row.trimmable)},
+    )

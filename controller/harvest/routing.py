@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from .model import HarvestError, Pattern, Topology
+from .model import CircuitTopology, HarvestError, Pattern
 
 THETA_RTOL = 1e-6
 
@@ -64,7 +64,7 @@ class StepRoutes:
     pairs: dict[tuple[int, int], PairRoute]
 
 
-def assign_ports(topo: Topology, degree: int) -> tuple[PortCircuit, ...]:
+def assign_ports(topo: CircuitTopology, degree: int) -> tuple[PortCircuit, ...]:
     """One circuit per unit of x_uv, ports handed out in sorted edge order."""
     next_out = [0] * topo.n
     next_in = [0] * topo.n
@@ -239,7 +239,7 @@ def _coprime_stride(m: int) -> int:
 
 
 def step_routes(
-    topo: Topology, circuits: Sequence[PortCircuit], pattern: Pattern, max_hops: int,
+    topo: CircuitTopology, circuits: Sequence[PortCircuit], pattern: Pattern, max_hops: int,
     buckets: int, expect_theta: float | None = None,
 ) -> StepRoutes:
     """Routes of every ordered GPU pair for one step (see the module docstring)."""

@@ -25,7 +25,7 @@ from typing import Any
 from common.collectives import Collective
 
 from .engine import Synthesizer
-from .model import HarvestError, Params, StepDemand, Topology, best_point, demands_of
+from .model import CircuitTopology, HarvestError, Params, StepDemand, best_point, demands_of
 from .search import Evaluator
 
 SCHEDULE_KINDS = ("static", "every-step", "harvest")
@@ -46,7 +46,7 @@ class StepModel:
 class ScheduledInterval:
     first: int  # 1-based, inclusive
     last: int
-    topology: Topology
+    topology: CircuitTopology
     steps: tuple[StepModel, ...]
 
     @property
@@ -100,7 +100,7 @@ class Schedule:
 
 
 def _interval(
-    first: int, last: int, topo: Topology, demands: Sequence[StepDemand], params: Params,
+    first: int, last: int, topo: CircuitTopology, demands: Sequence[StepDemand], params: Params,
     evaluator: Evaluator,
 ) -> ScheduledInterval:
     models = []
@@ -116,7 +116,7 @@ def _interval(
 
 def evaluate(
     name: str, coll: Collective, message_bytes: float, params: Params,
-    intervals: Sequence[tuple[int, int, Topology]], evaluator: Evaluator | None = None,
+    intervals: Sequence[tuple[int, int, CircuitTopology]], evaluator: Evaluator | None = None,
 ) -> Schedule:
     """Schedule ``name`` of the given (first, last, topology) intervals, with model times."""
     params.validate()
@@ -128,7 +128,7 @@ def evaluate(
 
 
 def check_intervals(
-    coll: Collective, degree: int, intervals: Sequence[tuple[int, int, Topology]]
+    coll: Collective, degree: int, intervals: Sequence[tuple[int, int, CircuitTopology]]
 ) -> None:
     """Raise HarvestError saying what does not fit: step coverage, rank count, degree."""
     s = len(coll.steps)
@@ -169,7 +169,7 @@ def builtin(kind: str, synth: Synthesizer) -> Schedule:
         return evaluate(kind, coll, synth.message_bytes, params, [(1, s, topo)],
                         synth.solver.evaluator)
     if kind == "every-step":
-        ivs: list[tuple[int, int, Topology]] = []
+        ivs: list[tuple[int, int, CircuitTopology]] = []
         for a in range(s):
             if ivs and synth.steps[a].pattern == synth.steps[a - 1].pattern:
                 first, _, topo = ivs[-1]
@@ -213,7 +213,7 @@ def from_json(
     if "degree" in data and isinstance(data["degree"], int) and data["degree"] > params.degree:
         raise HarvestError(f"the schedule is for degree {data['degree']}, the run uses "
                            f"degree {params.degree}")
-    ivs: list[tuple[int, int, Topology]] = []
+    ivs: list[tuple[int, int, CircuitTopology]] = []
     for k, item in enumerate(data["schedule"]):
         try:
             a, b = (int(x) for x in item["steps"])
@@ -228,7 +228,7 @@ def from_json(
         except (KeyError, TypeError, ValueError) as exc:
             raise HarvestError(f"schedule interval {k} must have 'steps': [a, b] and 'edges': "
                                f"[[u, v, circuits], ...] ({exc})") from None
-        ivs.append((a, b, Topology.from_counts(coll.n, counts)))
+        ivs.append((a, b, CircuitTopology.from_counts(coll.n, counts)))
     return evaluate(name, coll, message_bytes, params, ivs)
 
 

@@ -32,7 +32,7 @@ from common.collectives import Collective, Step
 from common.proto import mrc_ctl_pb2 as pb
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
-from controller.harvest.model import HarvestError, Params, Topology
+from controller.harvest.model import CircuitTopology, HarvestError, Params
 from mrcnet.fabric.hostjobs import write_json
 
 CALIBRATION_REPEATS = 3
@@ -223,7 +223,7 @@ class CollectiveDriver:
 
     def _dark_drops(self) -> int:
         """Frames the OCS dropped on dark (or unconnected) ports so far (its P4 counters)."""
-        from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError
+        from common.p4runtime_client import P4RuntimeClient, P4RuntimeError
 
         sw = next(iter(self.fab.mn.switches.values()))
         client = P4RuntimeClient(sw.grpc_address, sw.device_id, program="ocs", timeout=5)
@@ -267,8 +267,8 @@ class CollectiveDriver:
         steps = [seq[k] for k in kinds]
         flips = [step(1, (0,)) if j % 2 else step(-1, (0,)) for j in range(RECONFIG_PROBES)]
         coll = Collective("custom", "custom", n, tuple(steps + flips))
-        ring, back = Topology.circulant(n, [1]), Topology.circulant(n, [n - 1])
-        ivs: list[tuple[int, int, Topology]] = [(1, len(steps), ring)]
+        ring, back = CircuitTopology.circulant(n, [1]), CircuitTopology.circulant(n, [n - 1])
+        ivs: list[tuple[int, int, CircuitTopology]] = [(1, len(steps), ring)]
         for j in range(RECONFIG_PROBES):
             k = len(steps) + j + 1
             ivs.append((k, k, ring if j % 2 else back))

@@ -19,7 +19,7 @@ from scapy.utils import rdpcap
 
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
-from switch.harness import Lab, SwitchProcess
+from testbed.switch_lab import Lab, SwitchProcess
 from tests.emulation.switch_util import connect, lab, mark_frame, mrc_frame, psn_of, route
 
 pytestmark = pytest.mark.emulation

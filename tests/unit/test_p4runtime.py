@@ -20,9 +20,9 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
+from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from common.p4schema import PROGRAMS, compiled
 from common.p4schema.bytestrings import encode
-from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
 from tests.unit.pipeline_helpers import empty_queues, frame, ip6
@@ -569,3 +569,27 @@ def test_wildcard_reads_and_get_response_types(
             caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
             assert caps.p4runtime_api_version == "1.4.1"
     assert pipe.program is MRC
+
+
+def test_client_refuses_unknown_names_and_wrong_value_shapes_before_sending() -> None:
+    # No server: every message is built locally, so nothing reaches a switch.
+    client = P4RuntimeClient("127.0.0.1:9", DEVICE)
+    try:
+        nh = {"port": 2, "smac": 1, "dmac": 2}
+        route = {"hdr.ipv6.dst_addr": (ip6("2001:db8::"), 32)}
+        ok = client.table_entry(ROUTE, route, NEXTHOP, nh)
+        assert ok.table_id == MRC.id(ROUTE) and ok.match[0].lpm.prefix_len == 32
+        with pytest.raises(ValueError, match=r"did you mean MrcIngress\.ipv6_route"):
+            client.table_entry("MrcIngress.ipv6_rout", route, NEXTHOP, nh)
+        with pytest.raises(ValueError, match=r"did you mean MrcIngress\.set_nexthop"):
+            client.table_entry(ROUTE, route, "MrcIngress.set_nexthp", nh)
+        with pytest.raises(ValueError, match=r"no match field\(s\) \['hdr.ipv6.dst'\]"):
+            client.table_entry(ROUTE, {"hdr.ipv6.dst": (1, 8)}, NEXTHOP, nh)
+        with pytest.raises(ValueError, match=r"no parameter\(s\) \['prt'\]"):
+            client.table_entry(ROUTE, route, NEXTHOP, {**nh, "prt": 1})
+        with pytest.raises(ValueError, match=r"missing parameter\(s\) \['dmac'\]"):
+            client.table_entry(ROUTE, route, NEXTHOP, {"port": 2, "smac": 1})
+        with pytest.raises(ValueError, match="is LPM"):
+            client.table_entry(ROUTE, {"hdr.ipv6.dst_addr": 5}, NEXTHOP, nh)
+    finally:
+        client.close()

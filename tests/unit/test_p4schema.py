@@ -31,6 +31,22 @@ def test_noaction_id_is_the_one_p4c_assigns() -> None:
         assert program.id("NoAction") == 21257015
 
 
+def test_name_lookups_find_objects_and_name_near_names_on_a_miss() -> None:
+    program = PROGRAMS["mrc_switch"]
+    route = program.table("MrcIngress.ipv6_route")
+    assert route.name == "MrcIngress.ipv6_route"
+    assert [p.name for p in program.action("MrcIngress.set_nexthop").params] == [
+        p.name for p in next(a for a in program.actions if a.name == "MrcIngress.set_nexthop").params
+    ]
+    assert program.id("MrcIngress.ipv6_route") == program.ids["MrcIngress.ipv6_route"]
+    with pytest.raises(ValueError, match=r"no table 'MrcIngress.ipv6_rout'.*MrcIngress\.ipv6_route"):
+        program.table("MrcIngress.ipv6_rout")
+    with pytest.raises(ValueError, match=r"no action 'MrcIngress.set_nexthp'.*MrcIngress\.set_nexthop"):
+        program.action("MrcIngress.set_nexthp")
+    with pytest.raises(ValueError, match=r"no control-plane object 'zzz'"):
+        program.id("zzz")
+
+
 def test_ids_have_type_prefix_and_are_unique() -> None:
     for program in PROGRAMS.values():
         info = program.render_p4info()

@@ -7,9 +7,10 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.evbits import ev_subfield, usid_shift
 from common.p4schema.mrc_switch import DropReason
 from hosts.wire.enums import EvMode
-from hosts.wire.ev import ev_subfield, ev_to_fields, usid_shift
+from hosts.wire.ev_placement import ev_to_fields
 from switch.pipeline import Pipeline, QDepthFn
 from switch.pipeline.control import DELETE, INSERT, MODIFY, table_write
 from switch.pipeline.state import Entry

@@ -52,12 +52,12 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from common.collectives import build
+    from common.units import parse_duration, parse_size
     from controller.harvest.model import Params
     from mrcnet.cmd_collective import DEFAULT_DEGREE
     from mrcnet.fabric import collective_report as report
     from mrcnet.fabric.collectives import CollectiveDriver
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
-    from topologies.units import parse_duration, parse_size
 
     size = int(parse_size(args.size))
     dark = parse_duration(args.alpha_r)
