@@ -225,7 +225,7 @@ class CollectiveRunner:
             if left <= 0:
                 raise CollectiveRunError(
                     f"rank {me} step {i}: timed out with {pending_sends} Writes unacknowledged "
-                    f"and {waiting_recv} arrivals missing")
+                    f"and {waiting_recv} arrivals missing; QP to {dst}: {self._stats(dst)}")
             for wc in self.cq.wait(1, min(left, 1.0)):
                 if wc.status != WcStatus.SUCCESS:
                     raise CollectiveRunError(f"rank {me} step {i}: completion {wc.status.value} "
@@ -254,6 +254,16 @@ class CollectiveRunner:
             for src in sources:
                 timing.bytes_received += block * len(st.blocks[src])
         timing.done_s = self.clock()
+
+    def _stats(self, peer: int | None) -> dict[str, Any]:
+        """The transport's counters of the QP to ``peer`` (for error messages)."""
+        if peer is None:
+            return {}
+        core: Any = self.ctx.agent.core
+        try:
+            return dict(self.ctx.agent.call(core.qp_stats, self.qps[peer].qpn))
+        except Exception as exc:  # the diagnosis must not hide the error
+            return {"error": repr(exc)}
 
     # -- checks -----------------------------------------------------------------------
     def verify(self) -> bool:
