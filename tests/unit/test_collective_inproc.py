@@ -201,7 +201,9 @@ def run_collective(agents: list[Agent], ocs: FakeOcs, plan_json: dict[str, Any],
     board = Board()
     runners = []
     errors: list[BaseException] = []
-    attr = QpAttr(retry=RetryAttr(linear_cnt=7, exp_cnt=25), timeout=12)
+    # ACK timeout 1.024 us x 2^16 = 67 ms: eight agents share one interpreter here, and a
+    # timeout near the loaded loop's latency backs off exponentially into a stall
+    attr = QpAttr(retry=RetryAttr(linear_cnt=7, exp_cnt=25), timeout=16)
     for r, agent in enumerate(agents):
         runners.append(CollectiveRunner(open_device(agent), plan, r, gate, board.for_rank(),
                                         agent.router, seed=seed, timeout=60, attr=attr))
@@ -218,7 +220,7 @@ def run_collective(agents: list[Agent], ocs: FakeOcs, plan_json: dict[str, Any],
         t.start()
     for t in threads:
         t.join(120)
-    assert not errors, errors
+    assert not errors, "\n".join(str(e) for e in errors)
     return runners, gate
 
 
