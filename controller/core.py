@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from common.proto import mrc_ctl_pb2 as pb
 from controller import profile_store as prof
 from controller.agents import Agent, AgentRegistry
+from controller.collective import Collectives
 from controller.errors import CtlError, ErrorKind, invalid, not_found
 from controller.events import EventHub, Subscription
 from controller.fabric import FabricBackend, FabricState, InMemoryFabric
@@ -69,6 +70,7 @@ class Controller:
         self.agents = AgentRegistry()
         self.events = EventHub()
         self.fabric = FabricState(topology, backend or InMemoryFabric()) if topology else None
+        self.collectives = Collectives(self._fabric, readback=self._read_circuits)
         self.counters: collections.Counter[str] = collections.Counter()
         self._admin: dict[tuple[str, int], int] = {}
         self._oper: dict[tuple[str, int], bool] = {}
@@ -441,6 +443,15 @@ class Controller:
             state = self._fabric().reconfigure(list(req.circuits))
             self.counters["circuit_reconfigurations"] += 1
             return state
+
+    def _read_circuits(self) -> dict[int, int]:
+        return self._fabric().read_circuits()
+
+    def start_collective(self, req: pb.StartCollectiveRequest) -> pb.CollectiveState:
+        state = self.collectives.start(req)
+        with self.lock:
+            self.counters["collective_sessions"] += 1
+        return state
 
     def circuits(self) -> pb.CircuitState:
         with self.lock:

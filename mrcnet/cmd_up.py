@@ -55,9 +55,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from mrcnet import cmd_collective
+
     add_common(parser)
     parser.add_argument("--run", default=None, metavar="WORKLOAD",
-                        help="all-to-all | permutation | pair:SRC:DST")
+                        help="all-to-all | permutation | pair:SRC:DST; on circuit fabrics "
+                             "PHASE:ALGORITHM (allreduce:rd, reduce-scatter:ring, ...)")
+    cmd_collective.add_arguments(parser)
     parser.add_argument("--no-cli", action="store_true", help="do not open the CLI")
     parser.add_argument("--demo", action="store_true",
                         help="spraying + a spine link failure and recovery (make topology)")
@@ -114,6 +118,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         topo = load(args.topology)
+        if topo.fabric.kind.value == "circuit":
+            from mrcnet import cmd_collective
+
+            return cmd_collective.run(args, topo)
         if args.demo:
             demo_defaults(args, topo)
         events = parse_schedule(topo, args.fail, args.restore)

@@ -34,6 +34,7 @@ from hosts.agent.framing import Framer
 from hosts.agent.linkmon import LinkMonitor
 from hosts.agent.nic import NicPort
 from hosts.agent.qlog import QlogWriter
+from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import RxMeta, TxPacket
 from hosts.wire import MrcPacket
 
@@ -78,6 +79,10 @@ class Agent:
         self.core: CoreApi = core
         self.lock = threading.RLock()
         self.framer = Framer(config)
+        # The GPU's built-in router on circuit fabrics (hosts/agent/router.py), else None.
+        self.router: CircuitRouter | None = (
+            CircuitRouter(config.router.rank, config.router.gids, len(config.ports),
+                          config.router.buckets) if config.router is not None else None)
         self._tx_bufs = [memoryview(bytearray(TX_FRAME_MAX)) for _ in range(TX_BATCH)]
         self._tx_lengths = [0] * TX_BATCH
         self.ports: list[NicPort] = []
@@ -174,6 +179,8 @@ class Agent:
             job.done.set()
 
     def wake(self) -> None:
+        if self._wake_fd < 0:
+            return  # closed: stop() twice, or a wake-up racing the shutdown
         try:
             os.eventfd_write(self._wake_fd, 1)
         except BlockingIOError:
@@ -309,6 +316,7 @@ class Agent:
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
+        router = self.router
         counts = [0] * len(ports)
         while busy and budget > 0:
             busy = False
@@ -321,7 +329,8 @@ class Agent:
                 busy = n == port.batch
                 views = port.views
                 lengths = port.lengths
-                for i in range(n):
+                for i in (range(n) if router is None
+                          else self._route_batch(router, views, lengths, n)):
                     got = decode(views[i][: lengths[i]], 0)
                     if got is not None:
                         receive(got[0], got[1], now)
@@ -343,7 +352,8 @@ class Agent:
                 for index, port in enumerate(ports):
                     views = port.views
                     lengths = port.lengths
-                    for i in range(counts[index]):
+                    for i in (range(counts[index]) if router is None
+                              else self._route_batch(router, views, lengths, counts[index])):
                         got = decode(views[i][: lengths[i]], index)
                         if got is None:
                             continue
@@ -368,11 +378,23 @@ class Agent:
         bufs = self._tx_bufs
         lengths = self._tx_lengths
         single = len(ports) == 1
+        router = self.router if not single else None
         while True:
             pkts = core.packets_to_send(now, TX_BATCH)
             if not pkts:
                 return
-            if single:
+            if router is not None:
+                routed: dict[int, tuple[list[memoryview], list[int]]] = {}
+                for i, tx in enumerate(pkts):
+                    out = router.tx_port(tx.dst_gid, tx.ev, tx.port)
+                    size = encode(tx, bufs[i], out)
+                    if size:
+                        views, sizes = routed.setdefault(out, ([], []))
+                        views.append(bufs[i])
+                        sizes.append(size)
+                for port, (views, sizes) in routed.items():
+                    ports[port].send_batch(views, sizes)
+            elif single:
                 n = 0
                 for tx in pkts:
                     size = encode(tx, bufs[n])
@@ -393,6 +415,30 @@ class Agent:
                     ports[port].send_batch(views, sizes)
             if len(pkts) < TX_BATCH:
                 return
+
+    def _route_batch(self, router: CircuitRouter, views: list[memoryview], lengths: list[int],
+                     count: int) -> list[int]:
+        """Circuit fabrics: forward the batch's transit frames (straight from the receive
+        buffers, before the port's next read reuses them); return the indices of the frames
+        addressed to this GPU."""
+        forward = router.forward_port
+        local: list[int] = []
+        out: dict[int, tuple[list[memoryview], list[int]]] = {}
+        for i in range(count):
+            view = views[i]
+            size = lengths[i]
+            port = forward(view, size)
+            if port == LOCAL:
+                local.append(i)
+            elif port >= 0:
+                fwd = out.get(port)
+                if fwd is None:
+                    fwd = out[port] = ([], [])
+                fwd[0].append(view)
+                fwd[1].append(size)
+        for port, (frames, sizes) in out.items():
+            self.ports[port].send_batch(frames, sizes)
+        return local
 
     def _link_changes(self, now: float) -> None:
         assert self.linkmon is not None

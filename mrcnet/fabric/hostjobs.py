@@ -86,6 +86,10 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
+    if job["role"] == "collective":
+        from mrcnet.fabric.collective_job import run_collective_job
+
+        return run_collective_job(ctx, job)
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))

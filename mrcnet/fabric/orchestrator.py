@@ -43,9 +43,12 @@ from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
-from topologies.model import PathMode, Topology
+from topologies.model import FabricKind, PathMode, Topology
 
 REPO = Path(__file__).resolve().parents[2]
+ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
+ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
+CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliability probe
 
 
 class FabricError(RuntimeError):
@@ -154,9 +157,10 @@ class Fabric:
         self.ctl.watch_events(self.tracker.on_event)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE)
         addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
-        self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                    show=opts.show)
-        self.sampler.start()
+        if not self.circuit:  # the live view samples packet switches' per-plane counters
+            self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
+                                        show=opts.show)
+            self.sampler.start()
         self._write_state("running")
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
 
@@ -196,9 +200,30 @@ class Fabric:
         wait_until(ready, 90, f"the controller to program the switches (log {log})", 0.05)
         self.ctl = CtlClient(f"unix:{sock}")
 
+    @property
+    def circuit(self) -> bool:
+        """A photonic scale-up domain (GPUs around an OCS) rather than a packet fabric."""
+        return self.topo is not None and self.topo.fabric.kind == FabricKind.CIRCUIT
+
     def agent_config(self, host: str, mode: PathMode) -> dict[str, Any]:
         assert self.plan is not None and self.sock_dir is not None
         h = self.plan.host(host)
+        extra: dict[str, Any] = {}
+        core = dict(self.opts.core_tuning)
+        if self.circuit:  # GPUs: built-in router, one EV per routing bucket
+            ranks = [g.name for g in self.plan.hosts]
+            extra = {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
+                                "gids": [[p.gid for p in g.ports] for g in self.plan.hosts]},
+                     "evs_per_plane": ROUTE_BUCKETS // len(h.ports)}
+            # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way):
+            # coalesce them over the time ACK_COALESCE_MTUS frames take on the wire instead of
+            # the core's NIC-speed 20 us, or the GPUs spend their CPU forwarding ACKs.
+            rate = min(ln.params.rate_bps for ln in self.plan.topo.links) or 1e9
+            core.setdefault("ack_delay", min(
+                0.01, ACK_COALESCE_MTUS * self.plan.topo.fabric.mtu * 8 / rate))
+            # Congested multi-hop steps queue a fixed window at every hop: a reliability
+            # probe after the core's timeout/4 would take queued packets for lost.
+            core.setdefault("probe_after", CIRCUIT_PROBE_AFTER)
         return {
             "name": host,
             "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
@@ -208,10 +233,11 @@ class Fabric:
             "mtu": self.plan.topo.fabric.mtu,
             "qlog_dir": str(self.run_dir / "qlog"),
             "cc_window": self.opts.window,
-            "core": dict(self.opts.core_tuning),
+            "core": core,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
             "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
                       "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],
+            **extra,
         }
 
     def _start_agents(self, mode: PathMode) -> None:
