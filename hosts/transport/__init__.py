@@ -7,10 +7,10 @@ handle_timer(now), and drain next_event(). All value types live in hosts.transpo
 
 from hosts.transport.cc import CongestionControl, NackFeedback, NoCongestionControl, SackFeedback
 from hosts.transport.core import HostCore
-from hosts.transport.ev import FixedRotation, SprayPolicy
 from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.memory import ALL_ACCESS, Access, MemoryRegion
 from hosts.transport.profiles import CcProfile, EvEntry, EvGenSpec, EvProfile, EvProfileMode
+from hosts.transport.spray import FixedRotation, SprayPolicy
 from hosts.transport.types import (
     EXP_CNT_INFINITE,
     AsyncEvent,
