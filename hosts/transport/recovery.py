@@ -192,7 +192,8 @@ class Recovery:
 
     # -- acknowledgements -----------------------------------------------------------------
     def on_feedback(self, now: float, *, answers_probe: bool) -> None:
-        """A SACK, NACK or ACK arrived (``answers_probe``: it ends a pending probe)."""
+        """A NACK or an RC ACK arrived (``answers_probe``: it ends a pending probe; a SACK
+        always does, in ``on_sack``)."""
         self.last_feedback = now
         if answers_probe:
             self.probe_pending = False
@@ -204,6 +205,8 @@ class Recovery:
         trigger PSN, ``reflected_ts`` the timestamp it reflects, ``duplicate``: it answers a
         duplicate arrival and tells nothing new. Returns (newly acknowledged bytes, RTT sample
         or None, service time)."""
+        self.last_feedback = now
+        self.probe_pending = False
         una = self.una
         next_psn = self.next_psn
         acked = 0
@@ -309,12 +312,6 @@ class Recovery:
         while gorder and gorder[0][1] < una:
             gorder.popleft()
 
-    def detect_losses(self, now: float, probe_base: int | None) -> None:
-        """After a SACK: what a probe's answer (bitmap from ``probe_base``) shows, then the
-        fast and time-based detectors."""
-        if probe_base is not None and self.probe_time > 0:
-            self._probe_inference(probe_base, now)
-        self._detect(now)
 
     def on_nack(self, psn: int, *, trimmed: bool) -> int:
         """A recoverable NACK for an unacknowledged PSN: it is lost; returns its size."""
@@ -351,8 +348,11 @@ class Recovery:
             self.r_flags[slot] = f & ~FLAG_INFLIGHT
         return True
 
-    def _detect(self, now: float) -> None:
-        """Fast-loss detection: per plane, walk the transmit-order queue from the oldest."""
+    def detect_losses(self, now: float, probe_base: int | None) -> None:
+        """After a SACK: what a probe's answer (bitmap from ``probe_base``) shows; then fast
+        loss per plane (walking each plane's transmit order from the oldest) and by time."""
+        if probe_base is not None and self.probe_time > 0:
+            self._probe_inference(probe_base, now)
         una = self.una
         mask = self.mask
         r_seq = self.r_seq

@@ -365,7 +365,6 @@ class Requester:
             and rb_units == 0
             and (trig < una or (trig < next_psn and bool((sacked >> (trig - una)) & 1)))
         )
-        rec.on_feedback(now, answers_probe=True)
         span = next_psn - una
         d = cack + 1 - una
         bm = s.bitmap
