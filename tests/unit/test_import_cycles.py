@@ -42,7 +42,8 @@ def _modules(root: Path, packages: list[str]) -> dict[str, tuple[Path, bool]]:
             rel = path.relative_to(root)
             parts = list(rel.with_suffix("").parts)
             # every directory on the way must be a package (regular packages only)
-            if not all((root / Path(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+            dirs = (root / Path(*parts[:i]) for i in range(1, len(parts)))
+            if not all((d / "__init__.py").is_file() for d in dirs):
                 continue
             is_pkg = parts[-1] == "__init__"
             if is_pkg:
@@ -207,4 +208,5 @@ def test_relative_and_type_checking_imports_are_resolved(tmp_path: Path) -> None
 def test_no_import_cycles() -> None:
     cycles = find_cycles(import_graph(ROOT))
     listing = "\n".join(" -> ".join(c) for c in cycles)
-    assert not cycles, f"import cycles ({len(cycles)}{'+' if len(cycles) >= MAX_LISTED else ''}):\n{listing}"
+    more = "+" if len(cycles) >= MAX_LISTED else ""
+    assert not cycles, f"import cycles ({len(cycles)}{more}):\n{listing}"

@@ -118,7 +118,9 @@ def test_methods_take_now_and_counts_by_keyword() -> None:
         cc.on_timeout(1.0, 0)  # type: ignore[misc]
 
 
-def _init(host_profiles: list[CcProfile], cc_profile_id: int, **cfg: object) -> tuple[HostCore, int]:
+def _init(
+    host_profiles: list[CcProfile], cc_profile_id: int, **cfg: object
+) -> tuple[HostCore, int]:
     """A host with these CC profiles and one QP moved to INIT with ``cc_profile_id``."""
     h = make_host(1, **cfg)
     h.set_ev_profile(default_profile())

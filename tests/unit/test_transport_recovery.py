@@ -12,6 +12,7 @@ import pytest
 
 from hosts.transport.cc import NoCongestionControl
 from hosts.transport.ev import EvManager
+from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
 from hosts.transport.profiles import EvEntry
 from hosts.transport.psn import TS_PER_SECOND, ts16
 from hosts.transport.recovery import Recovery
@@ -191,7 +192,7 @@ def test_fast_loss_counts_only_transmissions_of_the_same_plane() -> None:
     r.rec.detect_losses(30e-6, None)
     assert r.rec.lost == bits(0)
     assert r.qp.counts["loss_fast"] == 1
-    assert r.qp.logs == [(30e-6, "recovery:packets_lost", {"trigger": "fast", "count": 1, "una": 0})]
+    assert r.qp.logs == [(30e-6, PACKETS_LOST, {"trigger": "fast", "count": 1, "una": 0})]
     # plane 1's PSNs were sent later than PSN 0 but nothing of plane 1 was delivered yet
     assert not r.rec.lost & bits(*range(6, 12))
 
@@ -213,7 +214,8 @@ def test_spurious_retransmissions_double_the_thresholds_up_to_their_caps() -> No
     for _ in range(6):
         r.rec.on_sack(0, -1, 0, True, False, 1e-6)
     # ReorderThreshold doubles to half the MPR (64 PSNs); the time multiplier to 16
-    assert [d.threshold for d in r.rec.detectors] == [min(3 * 2**6, 64)]  # type: ignore[attr-defined]
+    thresholds = [getattr(d, "threshold", None) for d in r.rec.detectors]
+    assert thresholds == [min(3 * 2**6, 64)]
     assert r.rec.reo_mult == 16.0 and r.qp.counts["spurious_rtx"] == 6
 
 
@@ -262,7 +264,7 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     # missing and sent at least srtt before the probe (120 - 16 = 104 us): lost
     assert r.rec.lost == bits(5, 6, 8, 9, una=5)
     assert r.qp.counts["loss_probe"] == 4
-    assert r.qp.logs[-1] == (140e-6, "recovery:packets_lost", {"trigger": "probe", "count": 4, "una": 5})
+    assert r.qp.logs[-1] == (140e-6, PACKETS_LOST, {"trigger": "probe", "count": 4, "una": 5})
     assert r.rec.next_timer() == pytest.approx(140e-6 + 100e-6)  # the next probe may go
 
 
@@ -274,7 +276,7 @@ def test_per_packet_timer() -> None:
     r.rec.on_timer(50e-6)
     assert r.rec.lost == bits(0) and r.qp.counts["loss_per_packet_timer"] == 1
     assert r.qp.logs == [
-        (50e-6, "recovery:packets_lost", {"trigger": "per_packet_timer", "count": 1, "una": 0})
+        (50e-6, PACKETS_LOST, {"trigger": "per_packet_timer", "count": 1, "una": 0})
     ]
     assert r.rec.next_timer() == pytest.approx(80e-6)
 
@@ -309,7 +311,7 @@ def test_ack_timeout_backs_off_linearly_then_exponentially_then_gives_up() -> No
         r.rec.on_timer(t)
     assert fired == pytest.approx(expected)
     assert r.qp.counts["timeouts"] == linear + exp + 1
-    timeouts = [d for (_t, name, d) in r.qp.logs if name == "recovery:ack_timeout"]
+    timeouts = [d for (_t, name, d) in r.qp.logs if name == ACK_TIMEOUT]
     assert timeouts == [{"una": 0, "retries": k} for k in range(1, linear + exp + 1)]
     assert len(r.qp.fails) == 1
     when, status, detail = r.qp.fails[0]
@@ -360,7 +362,7 @@ def test_planes_lost_go_back_and_flush() -> None:
         r.rec.on_sent(psn, psn % 2, SIZE, 0.0, False)  # odd PSNs on plane 1
     r.rec.on_planes_lost({1}, 1e-6)
     assert r.rec.lost == bits(1, 3, 5) and r.qp.counts["loss_plane_down"] == 3
-    assert r.qp.logs == [(1e-6, "recovery:packets_lost", {"trigger": "plane_down", "count": 3, "una": 0})]
+    assert r.qp.logs == [(1e-6, PACKETS_LOST, {"trigger": "plane_down", "count": 3, "una": 0})]
     rc = rig(rc=True)
     for psn in range(3):
         rc.rec.on_sent(psn, 0, SIZE, 0.0, False)
