@@ -197,7 +197,7 @@ class HostCore:
             out["ev_refused"] = qp.ev.refused
             out["ev_fallbacks"] = qp.ev.fallbacks
         if qp.req is not None:
-            qp.req.rec.add_stats(out)
+            qp.req.recovery.add_stats(out)
         if qp.resp is not None:
             out["rx_data"] = qp.resp.n_rx_data
         return out
@@ -205,7 +205,7 @@ class HostCore:
     def qp_rtt(self, qpn: int) -> float | None:
         """Smoothed RTT from TSETH samples (seconds), None before the first sample."""
         req = self._qp(qpn).req
-        return None if req is None else req.rec.rtt.srtt
+        return None if req is None else req.recovery.rtt.srtt
 
     def qp_cc_log(self, qpn: int) -> dict[str, float]:
         """The QP's congestion-control state (``CongestionControl.get_log_data``)."""

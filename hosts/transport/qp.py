@@ -318,7 +318,7 @@ class Qp:
             )
             self._bind_rx()
         if new == QpState.RTS and self.req is not None:
-            self.req.configure_timers(a.timeout, a.retry)
+            self.req.recovery.configure_timers(a.timeout, a.retry)
         self.state = new
         a.qp_state = new
         self.log(now, QP_STATE, old=cur.name, new=new.name)
@@ -524,7 +524,7 @@ class Qp:
         if self.resp is not None and self.state in (QpState.RTR, QpState.RTS):
             t = self.resp.next_timer()
         if self.req is not None and self.state == QpState.RTS:
-            t2 = self.req.next_timer()
+            t2 = self.req.recovery.next_timer()
             if t2 is not None and (t is None or t2 < t):
                 t = t2
             if self.ev is not None and self.ev.has_bad():
@@ -539,7 +539,7 @@ class Qp:
         if self.resp is not None:
             self.resp.handle_timer(now)
         if self.req is not None and self.state == QpState.RTS:
-            self.req.handle_timer(now)
+            self.req.recovery.on_timer(now)
             ev = self.ev
             if ev is not None and ev.has_bad() and now >= self.next_ev_probe:
                 self._probe_bad_evs(ev, now)
@@ -593,7 +593,7 @@ class Qp:
                     tx = TxPacket(tx.pkt, p, dst, evv, tx.tclass, tx.ecn_capable)
                 self.ctrl.append(tx)
         if lost_ports and self.req is not None and self.state == QpState.RTS:
-            self.req.requeue_ports(lost_ports, now)
+            self.req.recovery.on_planes_lost(lost_ports, now)
         self.host.mark_ready(self)
 
 

@@ -13,10 +13,11 @@ PSN ``una + i``); the bytes in flight. It finds losses in every way MRC has:
 - the local ACK timeout, linear then exponential backoff, ending in RETRY_EXC_ERR;
 - planes that go away.
 
-The requester drives it with a few calls (as aioquic's ``QuicPacketRecovery``): ``on_sent``
-per transmission, ``on_sack`` / ``on_cumulative_ack`` / ``detect_losses`` per SACK,
-``on_nack``, ``next_timer`` / ``on_timer``. It takes retransmissions from ``lost`` (oldest
-first). In RC mode only the cumulative-ACK, go-back-N and timeout parts are used.
+It is driven by a few calls (as aioquic's ``QuicPacketRecovery``): the requester's
+``on_sent`` per transmission, ``on_sack`` / ``on_cumulative_ack`` / ``detect_losses`` per
+SACK, ``on_nack``; the QP's ``next_timer`` / ``on_timer`` and ``on_planes_lost``. The requester
+takes retransmissions from ``lost`` (oldest first). In RC mode only the cumulative-ACK,
+go-back-N and timeout parts are used.
 """
 
 from __future__ import annotations

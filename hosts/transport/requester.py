@@ -148,7 +148,7 @@ class Requester:
         self.dest_qpn = dest_qpn
         self.dest_gids = dest_gids
         self.log_packets = cfg.log_packets
-        self.rec = Recovery(
+        self.recovery = Recovery(
             qp,
             ev,
             cc,
@@ -163,7 +163,7 @@ class Requester:
             retry=retry,
             now=now,
         )
-        self.mask = self.rec.mask
+        self.mask = self.recovery.mask
         self.r_wqe: list[Wqe | None] = [None] * (self.mask + 1)
         self.mpr_psns = mpr_psns  # own limit (RTS attr)
         self.peer_mpr_psns = mpr_psns  # Dynamic MPR from SACKs (<= own)
@@ -177,9 +177,6 @@ class Requester:
         self.rcvd_bytes_wire = 0
         self.use_ts = bool(hint & QpHintFlag.TSETH)
         self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
-
-    def configure_timers(self, timeout: int, retry: RetryAttr) -> None:
-        self.rec.configure_timers(timeout, retry)
 
     # -- posting ------------------------------------------------------------------------
     def queued(self) -> int:
@@ -195,7 +192,7 @@ class Requester:
         self.unsent.append(w)
 
     def has_output(self) -> bool:
-        rec = self.rec
+        rec = self.recovery
         if rec.lost:
             return True
         if not self.unsent:
@@ -207,7 +204,7 @@ class Requester:
         n = 0
         cc = self.cc
         mtu = self.mtu
-        rec = self.rec
+        rec = self.recovery
         while rec.lost and n < budget:
             lost = rec.lost
             low = lost & -lost
@@ -262,13 +259,13 @@ class Requester:
     def _pick(self, slot: int, rtx: bool) -> int:
         if self.rc or not rtx:
             return self.ev.pick()
-        return self.ev.pick(self.rec.r_ev[slot])  # never the EV the lost copy used
+        return self.ev.pick(self.recovery.r_ev[slot])  # never the EV the lost copy used
 
     def _build(self, psn: int, slot: int, now: float, rtx: bool, idx: int, size: int) -> TxPacket:
         """The packet of ``psn`` (``size``: payload bytes of a new PSN; a retransmission
         has the size recorded when the PSN was first sent)."""
         ev = self.ev
-        rec = self.rec
+        rec = self.recovery
         w = self.r_wqe[slot]
         assert w is not None
         if rtx:
@@ -347,7 +344,7 @@ class Requester:
         if self.rc:
             qp.count("rx_unexpected_sack")
             return
-        rec = self.rec
+        rec = self.recovery
         una = rec.una
         next_psn = rec.next_psn
         cack = unwrap_psn(s.cack_psn, una - 1)
@@ -417,7 +414,7 @@ class Requester:
 
     def _advance(self, d: int, now: float) -> None:
         """The cumulative ACK moved ``d`` PSNs: complete the WQEs it finished."""
-        rec = self.rec
+        rec = self.recovery
         rec.on_cumulative_ack(d, now)
         una = rec.una
         next_psn = rec.next_psn
@@ -444,7 +441,7 @@ class Requester:
 
     def on_nack(self, pkt: MrcPacket, meta: object, now: float) -> None:
         qp = self.qp
-        rec = self.rec
+        rec = self.recovery
         n = pkt.neth
         assert n is not None
         psn = unwrap_psn(n.nack_psn, rec.una)
@@ -476,7 +473,7 @@ class Requester:
         """RC baseline: cumulative ACK (BTH PSN = last in-order PSN) or NAK sequence error
         (BTH PSN = the PSN the responder expects): go back N from there."""
         qp = self.qp
-        rec = self.rec
+        rec = self.recovery
         a = pkt.aeth
         assert a is not None
         psn = unwrap_psn(pkt.bth.psn, rec.una)
@@ -500,24 +497,13 @@ class Requester:
         if self.unsent:
             qp.mark_ready()
 
-    # -- timers -------------------------------------------------------------------------
-    def next_timer(self) -> float | None:
-        return self.rec.next_timer()
-
-    def handle_timer(self, now: float) -> None:
-        self.rec.on_timer(now)
-
     # -- failures -----------------------------------------------------------------------
-    def requeue_ports(self, ports: set[int], now: float) -> None:
-        """Packets in flight on EVs of planes that went away are retransmitted elsewhere."""
-        self.rec.on_planes_lost(ports, now)
-
     def flush(self) -> list[Wqe]:
         """Everything not completed, in posting order (the QP is going to ERR)."""
         out = list(self.outstanding) + [w for w in self.unsent if not w.started]
         self.outstanding.clear()
         self.unsent.clear()
-        self.rec.flush()
+        self.recovery.flush()
         return out
 
 
