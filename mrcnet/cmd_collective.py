@@ -122,12 +122,12 @@ def fab_time_unit(fab: Any) -> str:
     return "s" if tdf in (1, None) else f"virtual s, TDF {tdf}"
 
 
-def run(args: argparse.Namespace, topo: Any) -> int:
-    """``mrcnet up`` on a circuit fabric (called by mrcnet/cmd_up.py)."""
+def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
+    """``mrcnet up`` on a circuit fabric (called by mrcnet/cmd_up.py with its option
+    builder)."""
     import os
 
     from controller.harvest.model import HarvestError
-    from mrcnet.cmd_up import options
     from mrcnet.fabric.collectives import CollectiveError as RunError
     from mrcnet.fabric.orchestrator import Fabric
 

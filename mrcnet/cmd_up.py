@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         if topo.fabric.kind.value == "circuit":
             from mrcnet import cmd_collective
 
-            return cmd_collective.run(args, topo)
+            return cmd_collective.run(args, topo, options)
         if args.demo:
             demo_defaults(args, topo)
         events = parse_schedule(topo, args.fail, args.restore)

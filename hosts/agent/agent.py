@@ -36,6 +36,13 @@ from hosts.agent.nic import NicPort
 from hosts.agent.qlog import QlogWriter
 from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import RxMeta, TxPacket
+from hosts.transport.lognames import (
+    AGENT_ERROR,
+    METRICS_SAMPLED,
+    PORT_ADMIN,
+    PORT_STATUS,
+    QP_METRICS,
+)
 from hosts.wire import MrcPacket
 
 RX_BUDGET = 2048  # frames per loop iteration across all ports before timers run
@@ -251,7 +258,7 @@ class Agent:
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
             self.loop_error = exc
             if self.qlog is not None:
-                self.qlog.event(None, "mrc:agent_error", {"error": repr(exc)}, self.clock())
+                self.qlog.event(None, AGENT_ERROR, {"error": repr(exc)}, self.clock())
             raise
         finally:
             self._loop_thread = None
@@ -449,7 +456,7 @@ class Agent:
                 continue
             self.port_carrier[i] = up
             if self.qlog is not None:
-                self.qlog.event(None, "mrc:port_status", {"port": i, "ifname": name, "up": up},
+                self.qlog.event(None, PORT_STATUS, {"port": i, "ifname": name, "up": up},
                                 now)
             for hook in self.port_hooks:
                 hook(i, up)
@@ -463,7 +470,7 @@ class Agent:
         self.port_admin[port] = enabled
         now = self.clock()
         if self.qlog is not None:
-            self.qlog.event(None, "mrc:port_admin", {"port": port, "enabled": enabled}, now)
+            self.qlog.event(None, PORT_ADMIN, {"port": port, "enabled": enabled}, now)
         self._update_port(port, now)
 
     def _update_port(self, port: int, now: float) -> None:
@@ -505,17 +512,20 @@ class Agent:
         stats = getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)
-        self.qlog.event(None, "mrc:metrics_sampled", data, now)
+        self.qlog.event(None, METRICS_SAMPLED, data, now)
         qp_stats = getattr(self.core, "qp_stats", None)
         qp_rtt = getattr(self.core, "qp_rtt", None)
+        qp_cc_log = getattr(self.core, "qp_cc_log", None)
         for qpn in sorted(self.tracked_qps):
             try:
                 qdata: dict[str, Any] = dict(qp_stats(qpn)) if callable(qp_stats) else {}
                 if callable(qp_rtt):
                     qdata["srtt"] = qp_rtt(qpn)
+                if callable(qp_cc_log):
+                    qdata["cc"] = qp_cc_log(qpn)
             except Exception:  # the QP went away between tracking and sampling
                 continue
-            self.qlog.event(qpn, "mrc:qp_metrics", qdata, now)
+            self.qlog.event(qpn, QP_METRICS, qdata, now)
         self.qlog.flush()
 
 

@@ -7,11 +7,11 @@ Format (one JSON object per line, readable by tools and plots without this modul
   "time_format": "relative_ms"}}}``
 - then events: ``{"time": MS_SINCE_REFERENCE, "name": "CATEGORY:EVENT", "data": {...}}``.
 
-Event names used by the agent (see docs/transport.md): ``mrc:qp_state_changed``,
-``mrc:ev_state_changed``, ``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``,
-``mrc:metrics_sampled`` (periodic counters, never per data packet) and whatever named records
-the transport core emits (passed through as they are). Writes are buffered and flushed on
-each metrics sample and on close, so logging stays off the per-packet path.
+Event names are the constants of hosts/transport/lognames.py (listed in docs/transport.md):
+the agent's own ``mrc:*`` events (EV state changes, failed completions, async events, port
+status, periodic metrics: never one per data packet) and the transport core's records, passed
+through as they are. Writes are buffered and flushed on each metrics sample and on close, so
+logging stays off the per-packet path.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import json
 import time
 from pathlib import Path
 from typing import IO, Any
+
+from hosts.transport.lognames import METRICS_SAMPLED, QP_METRICS
 
 QLOG_VERSION = "0.4"
 
@@ -113,7 +115,7 @@ def summarize(path: str | Path) -> dict[str, Any]:
     last_metrics: dict[str, Any] | None = None
     for e in events:
         counts[e["name"]] = counts.get(e["name"], 0) + 1
-        if e["name"] in ("mrc:qp_metrics", "mrc:metrics_sampled"):
+        if e["name"] in (QP_METRICS, METRICS_SAMPLED):
             last_metrics = e["data"]
     common = header.get("trace", {}).get("common_fields", {})
     return {
