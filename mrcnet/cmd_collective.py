@@ -52,6 +52,10 @@ def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
     from controller.harvest import schedules
     from controller.harvest.model import Params
 
+    for name, default in (("schedule", ",".join(DEFAULT_SCHEDULES)), ("alpha_r", None),
+                          ("degree", None), ("dtype", "int32")):
+        if not hasattr(args, name):  # `mrcnet run` has only the common options
+            setattr(args, name, default)
     phase, algorithm = parse_run(args.run or "allreduce:rd")
     gpus = [n.name for n in topo.nodes if n.kind.value == "gpu"]
     try:
@@ -133,7 +137,7 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
 
     try:
         spec = prepare(args, topo)
-        opts = options(args)
+        opts = options(args, "circuit")
     except (ValueError, HarvestError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2

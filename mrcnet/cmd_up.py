@@ -38,11 +38,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
                         help="transport of the workload (RC = baseline)")
     parser.add_argument("--size", default="2MiB", help="bytes per flow (default 2MiB)")
-    parser.add_argument("--rate", default="100Mbps",
-                        help="rate of every link (default 100Mbps; 'file' keeps the file's)")
+    parser.add_argument("--rate", default=None,
+                        help="rate of every link (default 100Mbps, circuit fabrics 20Mbps: "
+                             "what the 2-core emulation sustains; 'file' keeps the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
-    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
+    parser.add_argument("--window", default=None,
+                        help="bytes in flight per QP (default 64KiB, circuit fabrics 128KiB)")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B down S seconds after the workload starts")
@@ -67,12 +69,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="spraying + a spine link failure and recovery (make topology)")
 
 
-def options(args: argparse.Namespace) -> Any:
+# Defaults per fabric kind: (link rate, window). Circuit fabrics forward every multi-hop
+# packet through GPU agents and send acknowledgements back over multi-hop routes: 8 GPUs and
+# the OCS at 20 Mb/s use about half of the two cores, and a 128 KiB window covers the longest
+# acknowledgement path there (docs/harvest.md).
+DEFAULTS = {"packet": ("100Mbps", "64KiB"), "circuit": ("20Mbps", "128KiB")}
+
+
+def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     from mrcnet.fabric.orchestrator import RunOptions
 
+    rate = args.rate or DEFAULTS[kind][0]
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
-                      rate=None if args.rate == "file" else args.rate,
-                      cp_delay=args.cp_delay, window=_size(args.window),
+                      rate=None if rate == "file" else rate,
+                      cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
                       show=not args.quiet)
 
 
