@@ -28,11 +28,12 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
             "reconfigurations": o.reconfigurations,
             "verified": o.verified,
         }
-    ran = [o for o in outcomes]
-    if ran:
-        fastest_model = min(ran, key=lambda o: o.model_s).plan["schedule"]
-        fastest_measured = min(ran, key=lambda o: o.measured_s).plan["schedule"]
-        out["fastest"] = {"model": fastest_model, "measured": fastest_measured}
+    if outcomes:
+        best = min(o.model_s for o in outcomes)
+        # schedules the model cannot tell apart (e.g. Harvest choosing every step) all count
+        tied = [o.plan["schedule"] for o in outcomes if o.model_s <= best * (1 + 1e-9)]
+        measured = min(outcomes, key=lambda o: o.measured_s).plan["schedule"]
+        out["fastest"] = {"model": tied, "measured": measured, "agree": measured in tied}
     return out
 
 

@@ -8,7 +8,8 @@ engine for the calibrated parameters. Printed (one JSON object with ``--json``):
 
 {"collective", "phase", "gpus", "degree", "size_bytes", "bandwidth_bps", "alpha_s",
  "delta_s", "alpha_r_s", "schedules": {"static": S, "every-step": S, "harvest": S},
- "fastest": {"model", "measured"}, "reduce_scatter_shape": {...}}, S = {"measured_s",
+ "fastest": {"model": [tied], "measured", "agree"}, "reduce_scatter_shape": {...}},
+S = {"measured_s",
 "model_s", "ratio", "reconfigurations", "verified"}.
 
 ``reduce_scatter_shape`` is the seed's hardware experiment in miniature: 8-GPU recursive
@@ -38,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="2MiB", help="message size per GPU")
     parser.add_argument("--rate", default="20Mbps", help="every link's rate")
     parser.add_argument("--window", default="128KiB", help="bytes in flight per QP")
-    parser.add_argument("--alpha-r", default="10ms", help="OCS dark time per reconfiguration")
+    parser.add_argument("--alpha-r", default="250ms",
+                        help="OCS dark time per reconfiguration (default 250ms: with 2 MiB at "
+                             "20 Mb/s, Harvest's schedule differs from both baselines there)")
     parser.add_argument("--sweep-alpha-r", nargs="?", const=DEFAULT_SWEEP, default=None,
                         metavar="T1,T2,...", help="also sweep the dark time (default "
                         f"{DEFAULT_SWEEP}) and plot completion time over it")
