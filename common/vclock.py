@@ -52,10 +52,12 @@ def check_tdf(value: float) -> float:
 class RunClock:
     """One run's virtual clock (see the module docstring). Immutable after construction."""
 
-    __slots__ = ("_unix_epoch", "epoch", "now", "tdf")
+    __slots__ = ("_unix_epoch", "epoch", "now", "tdf", "unix_ns")
 
     now: Callable[[], float]
     """Virtual seconds on the run's clock (bound once: ``time.monotonic`` itself at TDF 1)."""
+    unix_ns: Callable[[], int]
+    """``unix()`` of now in integer nanoseconds (``time.time_ns`` itself at TDF 1)."""
 
     def __init__(self, tdf: float = 1.0, epoch: float | None = None) -> None:
         self.tdf = check_tdf(tdf)
@@ -67,14 +69,22 @@ class RunClock:
         self._unix_epoch = time.time() - (time.monotonic() - e)
         if self.tdf == 1.0:
             self.now = time.monotonic
+            self.unix_ns = time.time_ns
         else:
             mono = time.monotonic
+            mono_ns = time.monotonic_ns
             inv = 1.0 / self.tdf
+            epoch_ns = round(e * 1e9)
+            unix_epoch_ns = round(self._unix_epoch * 1e9)
 
             def now() -> float:
                 return e + (mono() - e) * inv
 
+            def unix_ns() -> int:
+                return unix_epoch_ns + int((mono_ns() - epoch_ns) * inv)
+
             self.now = now
+            self.unix_ns = unix_ns
 
     def __repr__(self) -> str:
         return f"RunClock(tdf={self.tdf:g}, epoch={self.epoch:.6f})"

@@ -61,6 +61,8 @@ def test_unix_stamps_advance_in_virtual_seconds_from_the_epochs_wall_time() -> N
     wall_unix_of_epoch = time.time() - 10.0
     assert clock.unix(epoch) == pytest.approx(wall_unix_of_epoch, abs=0.01)
     assert clock.unix() == pytest.approx(wall_unix_of_epoch + 1.0, abs=0.01)  # 1 virtual s on
+    assert clock.unix_ns() / 1e9 == pytest.approx(clock.unix(), abs=1e-3)
+    assert RunClock(1.0).unix_ns is time.time_ns
 
 
 def test_env_round_trip_gives_the_same_clock_in_a_child_process() -> None:
