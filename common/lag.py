@@ -1,9 +1,10 @@
 """How far a process fell behind its own schedule: the overload signal of an emulation.
 
-A switch schedules departures, an agent schedules transport timers; when the CPU cannot keep
-up, that work runs late and the emulated network is no longer the configured one. The event
-loop of each process reports, for every piece of scheduled work it runs, when it was due and
-when it ran (``LagMeter.due``), and the time it spent waiting in the OS (``waited``). The
+A switch schedules departures, an agent schedules transport timers, and a frame that arrived
+on a socket is due at once; when the CPU cannot keep up, that work runs late and the emulated
+network is no longer the configured one. The event loop of each process reports, for every
+piece of due work it runs, when it was due and when it ran (``LagMeter.due``; ``queued`` for
+a frame that waited in a socket), and the time it spent waiting in the OS (``waited``). The
 meter keeps cumulative figures only (a few float operations per call, no allocation), so a
 reader takes two ``snapshot()`` dicts and ``window()`` turns them into the figures of that
 interval:
@@ -17,9 +18,10 @@ interval:
   the window, else the upper bound of the highest non-empty bucket);
 - ``busy_fraction``: 1 - (time spent waiting in the OS) / (elapsed time).
 
-Every time is virtual (the run's clock, common/vclock.py). ``tolerance`` is given in wall
-seconds, the scale of OS scheduling noise (a process that reacts within a couple of
-milliseconds of wall time is keeping up whatever the dilation), and kept in virtual seconds.
+Every time is virtual (the run's clock, common/vclock.py), ``tolerance`` too. A fabric run
+sets it to the time one MTU-sized frame takes on the fastest link (mrcnet/fabric/
+orchestrator.py ``lag_tolerance``): a process later than that has let the emulated network's
+events slip by a whole packet. A process started alone defaults to 2 ms of wall time.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULT_TOLERANCE_WALL = 2e-3
-"""Lag (wall seconds) up to which work counts as on time: epoll waits round up to whole
-milliseconds and a process on a shared core waits a scheduler slice now and then."""
-FAITHFUL_LAG_FRACTION = 0.05
-"""A run is faithful while every process was behind schedule less than this fraction of the
+"""Default lag (wall seconds) up to which work counts as on time, for a process started on
+its own (epoll waits round up to whole milliseconds)."""
+FAITHFUL_LAG_FRACTION = 0.01
+"""A run is faithful while every process was behind schedule at most this fraction of the
 time."""
 HIST_BUCKETS = 12
 
@@ -51,12 +53,13 @@ class LagMeter:
         "tolerance",
     )
 
-    def __init__(self, start: float, tdf: float = 1.0,
-                 tolerance_wall: float = DEFAULT_TOLERANCE_WALL) -> None:
-        if not tdf >= 1.0 or not tolerance_wall > 0:
-            raise ValueError(f"need tdf >= 1 and tolerance > 0, got {tdf}, {tolerance_wall}")
+    def __init__(self, start: float, tdf: float = 1.0, tolerance: float | None = None) -> None:
+        """``tolerance``: virtual seconds (default ``DEFAULT_TOLERANCE_WALL`` of wall time)."""
+        tol = DEFAULT_TOLERANCE_WALL / tdf if tolerance is None else tolerance
+        if not tdf >= 1.0 or not tol > 0:
+            raise ValueError(f"need tdf >= 1 and tolerance > 0, got {tdf}, {tol}")
         self.tdf = tdf
-        self.tolerance = tolerance_wall / tdf
+        self.tolerance = tol
         self.start = start
         self.events = 0
         self.late = 0
@@ -84,6 +87,10 @@ class LagMeter:
         if now > begin:
             self.behind += now - begin
             self._behind_until = now
+
+    def queued(self, wall_age: float, now: float) -> None:
+        """Work that had waited ``wall_age`` wall seconds in an OS queue ran at ``now``."""
+        self.due(now - wall_age / self.tdf, now)
 
     def waited(self, seconds: float) -> None:
         """The loop spent ``seconds`` (virtual) blocked in the OS waiting for work."""

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queues", type=int, default=MAX_QUEUES, help="priority queues per port")
     p.add_argument("--seed", type=int, default=None, help="seed of the random loss generator")
     vclock.add_arguments(p)
+    p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
+                   help="lag (virtual seconds) up to which a departure or a received frame "
+                        "counts as on time (default: 2 ms of wall time)")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -96,6 +99,8 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
+    if args.lag_tolerance is not None and not args.lag_tolerance > 0:
+        parser.error("--lag-tolerance must be > 0 seconds")
 
 
 def _stopper(dp: Dataplane) -> Callable[[int, FrameType | None], None]:
@@ -145,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 nqueues=args.queues,
             )
         watcher = LinkWatcher()
-        dp = Dataplane(pipeline, tm, ports, watcher, run_clock=clock)
+        dp = Dataplane(pipeline, tm, ports, watcher, run_clock=clock,
+                       lag_tolerance=args.lag_tolerance)
         # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
         signal.signal(signal.SIGTERM, _stopper(dp))
         signal.signal(signal.SIGINT, _stopper(dp))

@@ -42,7 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hosts.agent", description=__doc__)
     parser.add_argument("--config", required=True, help="agent configuration (JSON)")
     vclock.add_arguments(parser)
+    parser.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
+                        help="lag (virtual seconds) up to which a timer or a received frame "
+                             "counts as on time (default: 2 ms of wall time)")
     args = parser.parse_args(argv)
+    if args.lag_tolerance is not None and not args.lag_tolerance > 0:
+        parser.error("--lag-tolerance must be > 0 seconds")
     try:
         clock = vclock.RunClock.from_args(args)
         config = load_config(args.config)
@@ -52,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from hosts.api import open_device
 
-    agent = Agent(config, run_clock=clock)
+    agent = Agent(config, run_clock=clock, lag_tolerance=args.lag_tolerance)
     from hosts.agent.ctl_link import CtlLinkError, start_from_config_file
     try:
         ctl = start_from_config_file(agent, args.config)  # controller registration, if configured

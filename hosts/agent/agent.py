@@ -18,8 +18,10 @@ Loop iteration (``Agent.lock`` is held except during the wait):
 
 Time: ``clock`` gives the run's virtual time (common/vclock.py); the core, qlog and the
 metrics see only that, and the epoll wait lasts ``(next deadline - now) x tdf`` wall seconds.
-``self.lag`` (common/lag.py) records how late each due core timer (and metrics sample) ran
-and how long the loop waited in epoll; ``timing()`` snapshots it on the loop thread.
+``self.lag`` (common/lag.py) records how late each due core timer (and metrics sample) ran,
+how long each received batch had waited in its socket (kernel receive timestamps,
+common/rxstamp.py) and how long the loop waited in epoll; ``timing()`` snapshots it on the
+loop thread.
 See docs/transport.md, "Agent and API".
 """
 
@@ -75,16 +77,18 @@ class Agent:
         monitor_links: bool = True,
         ports: list[NicPort] | None = None,
         run_clock: RunClock | None = None,
+        lag_tolerance: float | None = None,
     ) -> None:
         """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
-        ``run_clock`` (default: TDF 1) converts waits to wall time and stamps qlog files."""
+        ``run_clock`` (default: TDF 1) converts waits to wall time and stamps qlog files;
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
         self.config = config
         self.run_clock = run_clock or RunClock(1.0)
         if clock is None:
             clock = run_clock.now if run_clock is not None else time.monotonic
         self.clock = clock
         self.t0 = clock()
-        self.lag = LagMeter(self.t0, self.run_clock.tdf)
+        self.lag = LagMeter(self.t0, self.run_clock.tdf, lag_tolerance)
         if core is None:
             from hosts.agent.corecfg import build_core
 
@@ -341,6 +345,7 @@ class Agent:
         ports = self.ports
         decode = self.framer.decode
         receive = self.core.receive
+        queued = self.lag.queued
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
@@ -352,6 +357,9 @@ class Agent:
                 n = port.recv_batch()
                 if n == 0:
                     break
+                stamp = port.rx_stamp
+                if stamp.supported:
+                    queued(stamp.age(), now)
                 budget -= n
                 busy = n == port.batch
                 views = port.views
@@ -368,6 +376,9 @@ class Agent:
                     budget -= n
                     if n:
                         got_any = True
+                        stamp = port.rx_stamp
+                        if stamp.supported:
+                            queued(stamp.age(), now)
                     if n == port.batch:
                         busy = True
                 if not got_any:

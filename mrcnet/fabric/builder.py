@@ -37,12 +37,12 @@ class MininetFabric:
     """The Mininet part of a run: ``build()``, ``start_switches()``, ``stop()``."""
 
     def __init__(self, plan: FabricPlan, run_dir: Path, switch_kind: str = "embedded",
-                 clock_args: list[str] | None = None) -> None:
-        """``clock_args``: the run's clock as switch flags (``RunClock.args()``)."""
+                 switch_args: list[str] | None = None) -> None:
+        """``switch_args``: extra flags of every embedded switch (the run's clock, ...)."""
         self.plan = plan
         self.run_dir = run_dir
         self.switch_kind = switch_kind
-        self.clock_args = tuple(clock_args or ())
+        self.switch_args = tuple(switch_args or ())
         self.net: Any = None
         self.hosts: dict[str, Any] = {}
         self.switches: dict[str, Any] = {}
@@ -81,7 +81,7 @@ class MininetFabric:
                 self.switches[s.name] = net.addSwitch(
                     s.name, cls=EmbeddedP4Switch, links=dict(s.egress),
                     ingress_links=dict(s.ingress), python=sys.executable,
-                    extra_args=self.clock_args, **common)
+                    extra_args=self.switch_args, **common)
         by_switch = {s.name: s for s in plan.switches}
         for h in plan.hosts:
             for p in h.ports:

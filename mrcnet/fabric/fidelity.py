@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.lag import DEFAULT_TOLERANCE_WALL, FAITHFUL_LAG_FRACTION, window
+from common.lag import FAITHFUL_LAG_FRACTION, window
 from common.vclock import RunClock
 
 CPU_TARGET = 0.8
@@ -167,7 +167,8 @@ def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, 
         "max_lag_fraction": round(worst, 4),
         "slowest": slowest,
         "limit": FAITHFUL_LAG_FRACTION,
-        "tolerance_wall_s": DEFAULT_TOLERANCE_WALL,
+        "tolerance_s": max((float(p.get("tolerance_s", 0.0)) for p in procs.values()),
+                           default=0.0),
         "window_s": round(last.t - first.t, 6),
         "cpu_cores_used": round(total_cpu, 3),
         "cores": cores,
@@ -191,7 +192,7 @@ def suggest_tdf(tdf: float, cpu_cores: float, busiest_loop: float, cores: int,
 
 def _figures(w: dict[str, Any]) -> dict[str, Any]:
     return {"lag_fraction": round(w["lag_fraction"], 4),
-            "busy_fraction": round(w["busy_fraction"], 4),
+            "busy_fraction": round(w["busy_fraction"], 4), "tolerance_s": w["tolerance_s"],
             "max_lag_s": w["max_lag_s"], "late": w["late"], "events": w["events"]}
 
 

@@ -76,12 +76,23 @@ class RunOptions:
     show: bool = False  # live view lines on stderr
     sample_interval: float = 0.5  # seconds of the run's clock
     tdf: float = 1.0  # time-dilation factor of the run's clock (common/vclock.py)
+    # Lag (virtual seconds) up to which a process counts as on time; None: the time one
+    # MTU-sized frame takes on the fastest link (see lag_tolerance()).
+    lag_tolerance: float | None = None
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
     # new probe: EV probes every 50 ms, answers awaited 250 ms.
     core_tuning: dict[str, float | int | None] = field(
         default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
+
+
+def lag_tolerance(topo: Topology) -> float:
+    """The run's on-time budget: one MTU-sized frame's time on the fastest link (a process
+    later than that reorders the emulated network's events by a whole packet); 2 ms when no
+    link has a rate."""
+    rates = [ln.params.rate_bps for ln in topo.links if ln.params.rate_bps > 0]
+    return topo.fabric.mtu * 8 / max(rates) if rates else 2e-3
 
 
 def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
@@ -105,6 +116,8 @@ class Fabric:
         self.run_dir = Path(opts.results_root) / self.run_id
         self.clock = RunClock(opts.tdf, time.monotonic())  # ClockError on a bad factor
         self.fidelity: FidelityMonitor | None = None
+        self.lag_tolerance = 0.0  # set at start (RunOptions.lag_tolerance or the topology's)
+        self.proc_args: list[str] = []  # clock and lag flags of every switch and agent
         self.topo: Topology | None = None
         self.plan: FabricPlan | None = None
         self.mn: MininetFabric | None = None
@@ -161,7 +174,9 @@ class Fabric:
         if self.clock.dilated:
             self.say(f"time dilation: TDF {self.clock.tdf:g} (a virtual second lasts "
                      f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
-        self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.clock.args())
+        self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
+        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
+        self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
         self.mn.build()
         self.mn.start_switches()
         self._step("switches", t0)
@@ -250,7 +265,7 @@ class Fabric:
             with open(log, "wb") as out:
                 self.agents[h.name] = self.mn.hosts[h.name].popen(
                     [sys.executable, "-m", "hosts.agent", "--config", str(cfg),
-                     *self.clock.args()],
+                     *self.proc_args],
                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
 
         def ready() -> bool:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from common.lag import HIST_BUCKETS, LagMeter, window
+from common.lag import DEFAULT_TOLERANCE_WALL, HIST_BUCKETS, LagMeter, window
 
 
 def test_on_time_work_is_never_behind() -> None:
-    m = LagMeter(start=0.0, tolerance_wall=1e-3)
+    m = LagMeter(start=0.0, tolerance=1e-3)
     for i in range(100):
         m.due(i * 0.01, i * 0.01 + 0.5e-3)  # every run half a tolerance late
     w = window(None, m.snapshot(1.0))
@@ -18,7 +18,7 @@ def test_on_time_work_is_never_behind() -> None:
 
 
 def test_behind_time_is_the_union_of_late_intervals() -> None:
-    m = LagMeter(start=0.0, tolerance_wall=1e-3)
+    m = LagMeter(start=0.0, tolerance=1e-3)
     # Due at 1.0, ran at 1.011: behind from 1.001 to 1.011 (10 ms).
     m.due(1.0, 1.011)
     # Due at 1.005, ran at 1.013: overlaps the first; only 1.011..1.013 is new (2 ms).
@@ -31,15 +31,18 @@ def test_behind_time_is_the_union_of_late_intervals() -> None:
     assert w["max_lag_s"] == pytest.approx(0.011)
 
 
-def test_tolerance_is_wall_time_so_dilation_shrinks_it_in_virtual_time() -> None:
-    m = LagMeter(start=0.0, tdf=10.0, tolerance_wall=2e-3)
-    assert m.tolerance == pytest.approx(2e-4)
-    m.due(1.0, 1.0003)  # 0.3 ms virtual = 3 ms wall: late
+def test_default_tolerance_is_wall_time_so_dilation_shrinks_it_in_virtual_time() -> None:
+    m = LagMeter(start=0.0, tdf=10.0)
+    assert m.tolerance == pytest.approx(DEFAULT_TOLERANCE_WALL / 10)
+    m.due(1.0, 1.0 + DEFAULT_TOLERANCE_WALL / 10 * 1.5)  # 1.5 tolerances late
     assert m.late == 1
+    # A frame that waited 30 ms of wall time in a socket queue: 3 ms of virtual lag.
+    m.queued(0.03, 5.0)
+    assert m.max_lag == pytest.approx(0.003)
 
 
 def test_histogram_buckets_double() -> None:
-    m = LagMeter(start=0.0, tolerance_wall=1e-3)
+    m = LagMeter(start=0.0, tolerance=1e-3)
     m.due(0.0, 1.5e-3)   # [1x, 2x) tolerance -> bucket 1
     m.due(1.0, 1.0035)   # [2x, 4x) -> bucket 2
     m.due(2.0, 2.0075)   # [4x, 8x) -> bucket 3
@@ -49,7 +52,7 @@ def test_histogram_buckets_double() -> None:
 
 
 def test_window_between_snapshots_sees_only_its_interval() -> None:
-    m = LagMeter(start=0.0, tolerance_wall=1e-3)
+    m = LagMeter(start=0.0, tolerance=1e-3)
     m.due(0.5, 0.6)  # before the window: 99 ms behind, max lag 100 ms
     m.waited(0.2)
     first = m.snapshot(1.0)
@@ -72,4 +75,4 @@ def test_snapshot_is_json_ready_and_bad_parameters_are_refused() -> None:
     with pytest.raises(ValueError):
         LagMeter(start=0.0, tdf=0.5)
     with pytest.raises(ValueError):
-        LagMeter(start=0.0, tolerance_wall=0.0)
+        LagMeter(start=0.0, tolerance=0.0)
