@@ -78,11 +78,15 @@ class Flow:
     seed: int
     writer: dict[str, Any] = field(default_factory=dict)
     sink: dict[str, Any] = field(default_factory=dict)
+    _want: str = ""  # SHA-256 of the pattern, computed once
 
     @property
     def verified(self) -> bool:
-        want = hashlib.sha256(pattern(self.size, self.seed)).hexdigest()
-        return bool(self.sink.get("sha256")) and self.sink["sha256"] == want
+        if not self.sink.get("sha256"):
+            return False
+        if not self._want:
+            self._want = hashlib.sha256(pattern(self.size, self.seed)).hexdigest()
+        return bool(self.sink["sha256"] == self._want)
 
     @property
     def qp_errors(self) -> int:
