@@ -27,6 +27,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "harvest": ("controller.harvest.bench", "schedule synthesis time"),
     "failover": ("mrcnet.bench_failover", "goodput around a spine link failure, MRC vs RC"),
     "spray": ("mrcnet.bench_spray", "permutation goodput, MRC spraying vs ECMP"),
+    "fidelity": ("mrcnet.bench_fidelity", "all-to-all against configured capacity, TDF 1 vs auto"),
 }
 
 
