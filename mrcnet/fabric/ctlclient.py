@@ -32,7 +32,7 @@ ENTROPY_BASE = 0x100
 
 @dataclass(frozen=True)
 class EvEventRecord:
-    t: float  # orchestrator clock (time.monotonic) when received
+    t: float  # the run's clock when received
     host: str
     qpn: int
     ev: int
