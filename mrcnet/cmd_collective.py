@@ -159,6 +159,9 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
                          default=str))
     else:
         print(res["table"])
+        if res.get("faithful") is False:
+            print("not faithful: some process fell behind its schedule (see the warnings "
+                  "above and 'fidelity' in collectives.json); try a larger --tdf")
         print(f"results: {res['results_dir']}")
     ok = all(s["verified"] for s in res["schedules"].values())
     return 0 if ok else 1

@@ -4,8 +4,12 @@ Format (one JSON object per line, readable by tools and plots without this modul
 
 - line 1, the header: ``{"qlog_version": "0.4", "qlog_format": "JSON-lines", "title": ...,
   "trace": {"common_fields": {"host": H, "qpn": N | null, "reference_time": EPOCH_MS,
-  "time_format": "relative_ms"}}}``
+  "time_format": "relative_ms", "time_dilation": TDF}}}``
 - then events: ``{"time": MS_SINCE_REFERENCE, "name": "CATEGORY:EVENT", "data": {...}}``.
+
+Times are the run's clock (common/vclock.py): under time dilation (``time_dilation`` > 1)
+they are virtual milliseconds, and ``reference_time`` is the run clock's Unix time of the
+agent's start.
 
 Event names are the constants of hosts/transport/lognames.py (listed in docs/transport.md):
 the agent's own ``mrc:*`` events (EV state changes, failed completions, async events, port
@@ -29,12 +33,15 @@ QLOG_VERSION = "0.4"
 class QlogWriter:
     """Writes per-QP qlog files under ``directory`` as ``HOST-qpN.qlog.jsonl``."""
 
-    def __init__(self, directory: str | Path, host: str, t0: float) -> None:
+    def __init__(self, directory: str | Path, host: str, t0: float,
+                 reference_unix: float | None = None, tdf: float = 1.0) -> None:
+        """``t0``: the agent's clock at ``reference_unix`` (Unix seconds; default now)."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.t0 = t0  # monotonic time of reference_time
-        self.reference_ms = time.time() * 1000.0
+        self.t0 = t0  # the agent's clock at reference_time
+        self.reference_ms = (time.time() if reference_unix is None else reference_unix) * 1000.0
+        self.tdf = tdf
         self._files: dict[int | None, IO[str]] = {}
         self.records = 0
 
@@ -56,6 +63,7 @@ class QlogWriter:
                         "qpn": qpn,
                         "reference_time": self.reference_ms,
                         "time_format": "relative_ms",
+                        "time_dilation": self.tdf,
                     }
                 },
             }
@@ -64,7 +72,7 @@ class QlogWriter:
         return f
 
     def event(self, qpn: int | None, name: str, data: dict[str, Any], now: float) -> None:
-        """Append one event; ``now`` is the agent's monotonic clock."""
+        """Append one event; ``now`` is the agent's clock (the run's, possibly dilated)."""
         line = json.dumps(
             {"time": round((now - self.t0) * 1000.0, 3), "name": name, "data": data},
             default=_jsonable,

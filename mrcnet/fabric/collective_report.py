@@ -27,7 +27,11 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
             "ratio": o.measured_s / o.model_s if o.model_s > 0 else None,
             "reconfigurations": o.reconfigurations,
             "verified": o.verified,
+            "faithful": o.faithful,
         }
+    verdicts = [o.faithful for o in outcomes if o.faithful is not None]
+    out["faithful"] = all(verdicts) if verdicts else None
+    out["tdf"] = outcomes[0].fidelity["tdf"] if outcomes and outcomes[0].fidelity else None
     if outcomes:
         best = min(o.model_s for o in outcomes)
         # schedules the model cannot tell apart (e.g. Harvest choosing every step) all count
@@ -39,11 +43,12 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
 
 def table(outcomes: Sequence[Outcome]) -> str:
     lines = [f"{'schedule':<14} {'measured s':>11} {'model s':>10} {'ratio':>6} "
-             f"{'reconf':>6} {'verified':>8}"]
+             f"{'reconf':>6} {'verified':>8} {'faithful':>8}"]
     for o in outcomes:
         ratio = o.measured_s / o.model_s if o.model_s > 0 else float("nan")
         lines.append(f"{o.plan['schedule']:<14} {o.measured_s:>11.4f} {o.model_s:>10.4f} "
-                     f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8}")
+                     f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8} "
+                     f"{o.faithful!s:>8}")
     return "\n".join(lines)
 
 

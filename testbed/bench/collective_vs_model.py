@@ -45,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-alpha-r", nargs="?", const=DEFAULT_SWEEP, default=None,
                         metavar="T1,T2,...", help="also sweep the dark time (default "
                         f"{DEFAULT_SWEEP}) and plot completion time over it")
-    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the run's clock (rates and times above "
+                             "are virtual; common/vclock.py)")
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="per collective run, seconds of the run's clock")
     parser.add_argument("--json", action="store_true")
 
 
@@ -68,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     sweep = ([parse_duration(t) for t in args.sweep_alpha_r.split(",")]
              if args.sweep_alpha_r else [])
     fab = Fabric(RunOptions(topology=args.topology, rate=args.rate,
-                            window=int(parse_size(args.window)), show=False))
+                            window=int(parse_size(args.window)), show=False, tdf=args.tdf))
     out: dict[str, Any] = {}
     try:
         fab.start()
@@ -95,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             "size_bytes": size})
         assert fab.topo is not None
         out["link_rate_bps"] = fab.topo.links[0].params.rate_bps
+        out["tdf"] = args.tdf
         out["dark_s"] = dark
         rs = build("rd", driver.n, "reduce-scatter")
         # the seed's experiment reconfigured in far less than a step: no dark time here
@@ -124,10 +129,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        unit = "s" if args.tdf == 1 else "virtual s"
         for name, s in out["schedules"].items():
-            print(f"{name:<11} measured {s['measured_s']:.4f} s  model {s['model_s']:.4f} s  "
-                  f"ratio {s['ratio']:.3f}  reconfigurations {s['reconfigurations']}  "
-                  f"verified {s['verified']}")
+            print(f"{name:<11} measured {s['measured_s']:.4f} {unit}  model {s['model_s']:.4f} "
+                  f"{unit}  ratio {s['ratio']:.3f}  reconfigurations {s['reconfigurations']}  "
+                  f"verified {s['verified']}  faithful {s['faithful']}")
         shape = out["reduce_scatter_shape"]
         print(f"reduce-scatter static ring / direct per step: measured "
               f"{shape['measured_speedup']:.2f}x, model {shape['model_speedup']:.2f}x")
