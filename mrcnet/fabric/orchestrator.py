@@ -59,7 +59,7 @@ from topologies.model import FabricKind, PathMode, Topology
 REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
 ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
-CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliability probe
+CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
 
 
 class FabricError(RuntimeError):
@@ -262,7 +262,7 @@ class Fabric:
                 0.01, ACK_COALESCE_MTUS * self.plan.topo.fabric.mtu * 8 / rate))
             # Congested multi-hop steps queue a fixed window at every hop: a reliability
             # probe after the core's timeout/4 would take queued packets for lost.
-            core.setdefault("probe_after", CIRCUIT_PROBE_AFTER)
+            core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * self.opts.window * 8 / rate)
         return {
             "name": host,
             "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
