@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf import struct_pb2
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from common.p4schema import PROGRAMS
 from common.p4schema.bytestrings import decode, encode
 from common.p4schema.model import Program
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 Match = Mapping[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
 Params = Mapping[str, int]
@@ -170,7 +170,9 @@ class P4RuntimeClient:
         eid.high = self.election_id >> 64
         eid.low = self.election_id & ((1 << 64) - 1)
 
-    def push_pipeline(self, action: int = SetReq.VERIFY_AND_COMMIT, cookie: int = 0) -> None:
+    def push_pipeline(
+        self, action: SetReq.Action = SetReq.VERIFY_AND_COMMIT, cookie: int = 0
+    ) -> None:
         req = SetReq(device_id=self.device_id, action=action)
         self._election(req)
         req.config.p4info.CopyFrom(self.program.to_p4info())

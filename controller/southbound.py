@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import grpc
-from p4.v1 import p4runtime_pb2
 
 from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
+from common.proto.p4.v1 import p4runtime_pb2
 from controller.fabric import BackendError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
