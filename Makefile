@@ -10,8 +10,8 @@ PYTHON ?= $(shell /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc gcc libc6-dev python3-dev \
-                python3-venv
+APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 iputils-ping nftables procps psmisc gcc \
+                libc6-dev python3-dev python3-venv
 # Mininet's Python package comes with the Debian package (which brings mnexec, the helper
 # its nodes need): the venv links to it, so there is one Mininet.
 MININET_PKG := /usr/lib/python3/dist-packages/mininet

@@ -32,7 +32,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``up`` and ``run``."""
     parser.add_argument("topology", nargs="?", default="clos-2p",
                         help="topology name or YAML file (default clos-2p)")
-    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded")
+    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded",
+                        help="switch target (default embedded; bmv2 needs simple_switch_grpc)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
@@ -42,8 +43,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="rate of every link (default 100Mbps; 'file' keeps the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
-    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
+    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP (default 64KiB)")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                        help="seconds a workload round may take (default 120)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B down S seconds after the workload starts")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
@@ -52,13 +54,19 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="repeat the workload until S seconds have passed")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
+    parser.add_argument("--pcap", action="store_true",
+                        help="write one pcap per switch port into the run folder's pcap/")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--run", default=None, metavar="WORKLOAD",
                         help="all-to-all | permutation | pair:SRC:DST")
-    parser.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli = parser.add_mutually_exclusive_group()
+    cli.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli.add_argument("--cli", action="store_true",
+                     help="open the CLI even when stdin is not a terminal (commands from a "
+                          "pipe or file, as with Mininet's CLI)")
     parser.add_argument("--demo", action="store_true",
                         help="spraying + a spine link failure and recovery (make topology)")
 
@@ -69,7 +77,7 @@ def options(args: argparse.Namespace) -> Any:
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if args.rate == "file" else args.rate,
                       cp_delay=args.cp_delay, window=_size(args.window),
-                      show=not args.quiet)
+                      show=not args.quiet, pcap=args.pcap)
 
 
 def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
@@ -121,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
             flows_for(args.run, [n.name for n in topo.nodes if n.kind.value == "host"])
         size = _size(args.size)
         opts = options(args)
+        if opts.pcap and opts.switch == "bmv2":
+            raise ValueError("--pcap captures through the embedded switch's admin service; "
+                             "with --switch bmv2 use simple_switch_grpc's own --pcap")
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
@@ -128,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
               "run it with sudo", file=sys.stderr)
         return 2
-    interactive = not args.no_cli and sys.stdin.isatty()
+    interactive = args.cli or (not args.no_cli and sys.stdin.isatty())
     fab = Fabric(opts)
     try:
         fab.start()

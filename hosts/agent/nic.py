@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from common.pktio import Buffer, RxBuffers, SendError, send_batch
 from hosts.agent.netns_enter import in_netns
+from hosts.agent.sockfilter import attach_mrc_filter
 
 ETH_P_IPV6 = 0x86DD
 SOL_PACKET = 263
@@ -66,6 +67,7 @@ class NicPort:
                         sock.setsockopt(socket.SOL_SOCKET, force, sock_buf)
                     except PermissionError:
                         sock.setsockopt(socket.SOL_SOCKET, plain, sock_buf)
+                attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
                 sock.bind((ifname, ETH_P_IPV6))
                 sock.setblocking(False)
             except OSError:
