@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -126,11 +125,8 @@ def test_p4runtime_shell_with_defaults_reads_and_the_controller_still_converges(
         wait_until(lambda: not any(r.action.action.action_id == route_ecmp for r in routes()),
                    30, "the controller to restore p0-leaf0's routes")
         assert fab.controller is not None and fab.controller.poll() is None
-        log = (fab.run_dir / "controller.log").read_text()
-        assert "primary" not in log.lower() or "another controller is primary" not in log
     finally:
         if shell is not None:
             shell.close()
         fab.stop()
     assert not _ifaces(run_prefix)
-    time.sleep(0)  # nothing to wait for: the fabric is down

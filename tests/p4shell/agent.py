@@ -35,9 +35,13 @@ def route_entry(prefix, plen, port, table="MrcIngress.ipv6_route",
     return te
 
 
+ANSWERS = sys.stdout
+sys.stdout = sys.stderr  # what the shell prints itself never mixes with the answers
+
+
 def answer(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+    ANSWERS.write(json.dumps(obj) + "\n")
+    ANSWERS.flush()
 
 
 def main():

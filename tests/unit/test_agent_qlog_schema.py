@@ -33,7 +33,7 @@ def check_json_seq_qlog(path: Path) -> list[dict[str, object]]:
     for ev in events:
         assert isinstance(ev["time"], int | float) and ev["time"] >= 0
         assert isinstance(ev["name"], str) and ev["name"].startswith("mrc:")
-        namespace, _, kind = ev["name"].partition(":")
+        _, _, kind = ev["name"].partition(":")
         assert kind and ":" not in kind
         assert isinstance(ev["data"], dict)
     return events
