@@ -32,7 +32,7 @@ def default_socket() -> str:
     """$MRCNET_CTL_SOCKET, else the controller of the newest fabric ``mrcnet up`` runs
     (common.fabric_registry), else /run/mrcnet/controller.sock."""
     if "MRCNET_CTL_SOCKET" in os.environ:
-        return DEFAULT_SOCKET
+        return os.environ["MRCNET_CTL_SOCKET"]
     from common.fabric_registry import newest_controller
 
     return newest_controller() or DEFAULT_SOCKET
