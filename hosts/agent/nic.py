@@ -54,6 +54,7 @@ class NicPort:
         netns: str | None = None,
         batch: int = 64,
         sock_buf: int = 32 << 20,
+        mrc_only: bool = True,
     ) -> None:
         self.ifname = ifname
         self.counters = PortCounters()
@@ -67,7 +68,8 @@ class NicPort:
                         sock.setsockopt(socket.SOL_SOCKET, force, sock_buf)
                     except PermissionError:
                         sock.setsockopt(socket.SOL_SOCKET, plain, sock_buf)
-                attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
+                if mrc_only:
+                    attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
                 sock.bind((ifname, ETH_P_IPV6))
                 sock.setblocking(False)
             except OSError:
