@@ -16,11 +16,18 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf import struct_pb2
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from common.p4schema import PROGRAMS
 from common.p4schema.bytestrings import decode, encode
 from common.p4schema.model import Program
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+CONTROLLER_ELECTION_ID = 1 << 96
+"""The election id the mrcnet controller arbitrates with: high word 2**32, low word 0. It is
+above p4runtime-shell's default (high 1, low 0) and any small id typed by hand, so a shell
+attached with its defaults is a backup (reads work, writes are refused) and the controller
+stays primary; a client that means to take over gives a higher id on purpose (p4runtime-shell
+``--election-id 4294967296,1``)."""
 
 Match = Mapping[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
 Params = Mapping[str, int]
@@ -170,7 +177,9 @@ class P4RuntimeClient:
         eid.high = self.election_id >> 64
         eid.low = self.election_id & ((1 << 64) - 1)
 
-    def push_pipeline(self, action: int = SetReq.VERIFY_AND_COMMIT, cookie: int = 0) -> None:
+    def push_pipeline(
+        self, action: SetReq.Action = SetReq.VERIFY_AND_COMMIT, cookie: int = 0
+    ) -> None:
         req = SetReq(device_id=self.device_id, action=action)
         self._election(req)
         req.config.p4info.CopyFrom(self.program.to_p4info())

@@ -1,7 +1,7 @@
 """The controller's southbound: a FabricBackend that programs and operates real switches.
 
 ``SwitchFabric.start()`` connects to every switch of the topology as primary P4Runtime
-controller, pushes the pipeline (mrc_switch or ocs) and writes the tables of the path mode
+controller (election id ``CONTROLLER_ELECTION_ID``, above p4runtime-shell's default), pushes the pipeline (mrc_switch or ocs) and writes the tables of the path mode
 (controller.programming); a failure on any switch closes every session opened so far and
 names the switch. Link state goes through each end's switch admin service (SetPortAdmin);
 optical circuits become OcsIngress.cross_connect writes (only the difference to the current
@@ -15,11 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import grpc
-from p4.v1 import p4runtime_pb2
 
-from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
+from common.p4runtime_client import (
+    CONTROLLER_ELECTION_ID,
+    P4RuntimeClient,
+    P4RuntimeError,
+    P4RuntimeWriteError,
+)
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
+from common.proto.p4.v1 import p4runtime_pb2
 from controller.fabric import BackendError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
@@ -47,7 +52,7 @@ class SwitchFabric:
         topo: Topology,
         endpoints: Mapping[str, SwitchEndpoint],
         mode: PathMode | None = None,
-        election_id: int = 1,
+        election_id: int = CONTROLLER_ELECTION_ID,
         timeout: float = 5.0,
     ) -> None:
         switches = {n.name for n in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS)}

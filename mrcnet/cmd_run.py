@@ -84,5 +84,5 @@ def run(args: argparse.Namespace) -> int:
         return attach(args)
     from mrcnet import cmd_up
 
-    args.run, args.no_cli, args.demo = args.workload, True, False
+    args.run, args.no_cli, args.cli, args.demo = args.workload, True, False, False
     return cmd_up.run(args)

@@ -35,7 +35,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``up`` and ``run``."""
     parser.add_argument("topology", nargs="?", default="clos-2p",
                         help="topology name or YAML file (default clos-2p)")
-    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded")
+    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded",
+                        help="switch target (default embedded; bmv2 needs simple_switch_grpc)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
@@ -48,7 +49,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="control-plane delay before routes are withdrawn (default 1 s)")
     parser.add_argument("--window", default=None,
                         help="bytes in flight per QP (default 64KiB, circuit fabrics 128KiB)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                        help="seconds a workload round may take (default 120)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B down S seconds after the workload starts")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
@@ -61,6 +63,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                              "factor that keeps every process on time")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
+    parser.add_argument("--pcap", action="store_true",
+                        help="write one pcap per switch port into the run folder's pcap/")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="all-to-all | permutation | pair:SRC:DST; on circuit fabrics "
                              "PHASE:ALGORITHM (allreduce:rd, reduce-scatter:ring, ...)")
     cmd_collective.add_arguments(parser)
-    parser.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli = parser.add_mutually_exclusive_group()
+    cli.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli.add_argument("--cli", action="store_true",
+                     help="open the CLI even when stdin is not a terminal (commands from a "
+                          "pipe or file, as with Mininet's CLI)")
     parser.add_argument("--demo", action="store_true",
                         help="spraying + a spine link failure and recovery (make topology)")
 
@@ -107,7 +115,8 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if rate == "file" else rate,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
-                      show=not args.quiet, tdf=1.0 if tdf is None else tdf)
+                      show=not args.quiet, tdf=1.0 if tdf is None else tdf,
+                      pcap=getattr(args, "pcap", False))
 
 
 def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
@@ -186,6 +195,9 @@ def run(args: argparse.Namespace) -> int:
             flows_for(args.run, [n.name for n in topo.nodes if n.kind.value == "host"])
         size = _size(args.size)
         opts = options(args)
+        if opts.pcap and opts.switch == "bmv2":
+            raise ValueError("--pcap captures through the embedded switch's admin service; "
+                             "with --switch bmv2 use simple_switch_grpc's own --pcap")
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
@@ -193,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
               "run it with sudo", file=sys.stderr)
         return 2
-    interactive = not args.no_cli and sys.stdin.isatty()
+    interactive = args.cli or (not args.no_cli and sys.stdin.isatty())
     calibration = None
     if args.tdf.strip().lower() == "auto":
         from mrcnet.fabric.calibrate import calibrate

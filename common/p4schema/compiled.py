@@ -11,7 +11,8 @@ from functools import cache
 from pathlib import Path
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
+
+from common.proto.p4.config.v1 import p4info_pb2
 
 P4_DIR = Path(__file__).resolve().parents[2] / "p4"
 

@@ -2,7 +2,8 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -38,7 +39,7 @@ class LinkParams(_message.Message):
     qbytes: int
     overhead: int
     up: bool
-    def __init__(self, rate_bps: _Optional[float] = ..., delay_s: _Optional[float] = ..., loss: _Optional[float] = ..., qpkts: _Optional[int] = ..., qbytes: _Optional[int] = ..., overhead: _Optional[int] = ..., up: bool = ...) -> None: ...
+    def __init__(self, rate_bps: _Optional[float] = ..., delay_s: _Optional[float] = ..., loss: _Optional[float] = ..., qpkts: _Optional[int] = ..., qbytes: _Optional[int] = ..., overhead: _Optional[int] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class LinkUpdate(_message.Message):
     __slots__ = ("rate_bps", "delay_s", "loss", "qpkts", "qbytes", "overhead")
@@ -126,7 +127,7 @@ class PortInfo(_message.Message):
     egress: DirectionStats
     ingress: DirectionStats
     capture_path: str
-    def __init__(self, port: _Optional[int] = ..., ifname: _Optional[str] = ..., admin_up: bool = ..., carrier_up: bool = ..., egress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., ingress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., rx_packets: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., tx_errors: _Optional[int] = ..., egress: _Optional[_Union[DirectionStats, _Mapping]] = ..., ingress: _Optional[_Union[DirectionStats, _Mapping]] = ..., capture_path: _Optional[str] = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., ifname: _Optional[str] = ..., admin_up: _Optional[bool] = ..., carrier_up: _Optional[bool] = ..., egress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., ingress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., rx_packets: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., tx_errors: _Optional[int] = ..., egress: _Optional[_Union[DirectionStats, _Mapping]] = ..., ingress: _Optional[_Union[DirectionStats, _Mapping]] = ..., capture_path: _Optional[str] = ...) -> None: ...
 
 class GetPortsRequest(_message.Message):
     __slots__ = ("ports",)
@@ -199,7 +200,7 @@ class SetPortAdminRequest(_message.Message):
     UP_FIELD_NUMBER: _ClassVar[int]
     port: int
     up: bool
-    def __init__(self, port: _Optional[int] = ..., up: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class StartCaptureRequest(_message.Message):
     __slots__ = ("port", "path", "direction", "snaplen")
@@ -229,4 +230,4 @@ class CaptureInfo(_message.Message):
     path: str
     packets: int
     active: bool
-    def __init__(self, port: _Optional[int] = ..., path: _Optional[str] = ..., packets: _Optional[int] = ..., active: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., path: _Optional[str] = ..., packets: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from common.pktio import Buffer, RxBuffers, SendError, send_batch
 from common.rxstamp import RxStamp
 from hosts.agent.netns_enter import in_netns
+from hosts.agent.sockfilter import attach_mrc_filter
 
 ETH_P_IPV6 = 0x86DD
 SOL_PACKET = 263
@@ -55,6 +56,7 @@ class NicPort:
         netns: str | None = None,
         batch: int = 64,
         sock_buf: int = 32 << 20,
+        mrc_only: bool = True,
     ) -> None:
         self.ifname = ifname
         self.counters = PortCounters()
@@ -68,6 +70,8 @@ class NicPort:
                         sock.setsockopt(socket.SOL_SOCKET, force, sock_buf)
                     except PermissionError:
                         sock.setsockopt(socket.SOL_SOCKET, plain, sock_buf)
+                if mrc_only:
+                    attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
                 sock.bind((ifname, ETH_P_IPV6))
                 sock.setblocking(False)
             except OSError:

@@ -3,9 +3,10 @@
 Mininet gives the host namespaces (one shell per host) and the CLI; the switch nodes are the
 classes of switch/mininet_nodes.py, running one switch process each in the root namespace.
 Interface names, MACs and per-port link specs come from the plan (mrcnet/fabric/plan.py), so
-every interface carries the run prefix. Host namespaces get IPv6 off (MRC speaks IPv6 through
-raw sockets; a kernel stack would answer UDP 4791 with ICMP) and every veth end gets MTU 9000
-and checksum offload off, as common/netns.NetKit does.
+every interface carries the run prefix. Host namespaces get their kernel IPv6 addresses and
+routes (mrcnet/fabric/hostnet.py: ping and iperf3 through the fabric, UDP 4791 left to the
+agents' raw sockets) and every veth end gets MTU 9000 and checksum and segmentation offloads
+off, as common/netns.NetKit does.
 
 ``MininetFabric.stop()`` is idempotent: switch processes by pid, links, host shells. Mininet's
 global cleanup (``mn -c``) is never used: it would touch other runs.
@@ -109,14 +110,19 @@ class MininetFabric:
         self._configure()
 
     def _configure(self) -> None:
+        from mrcnet.fabric.hostnet import host_ip_commands
+
         for h in self.plan.hosts:
             node = self.hosts[h.name]
-            node.cmd("sysctl -qw net.ipv6.conf.all.disable_ipv6=1 "
-                     "net.ipv6.conf.default.disable_ipv6=1")
+            for cmd in host_ip_commands(h):
+                out = node.cmd(f"{cmd} 2>&1; echo mrcnet-rc=$?").strip()
+                text, _, rc = out.rpartition("mrcnet-rc=")
+                if rc.strip() != "0":
+                    raise BuildError(f"{h.name}: {cmd!r} failed: {text.strip() or rc}")
             for p in h.ports:
                 node.cmd(f"ip link set {p.ifname} mtu {MTU}; "
-                         f"ethtool -K {p.ifname} tx off rx off >/dev/null 2>&1; "
-                         f"ip link set {p.ifname} up")
+                         f"ethtool -K {p.ifname} tx off rx off tso off gso off gro off "
+                         f">/dev/null 2>&1; ip link set {p.ifname} up")
         for s in self.plan.switches:
             for ifname in s.ifnames.values():
                 _quiet(["ip", "link", "set", ifname, "mtu", str(MTU)])

@@ -86,7 +86,7 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
         state = ctx.agent.call(core.query_qp, qpn).qp_state.name
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
-    return {"qp_state": state, "qp_stats": stats}
+    return {"qpn": qpn, "qp_state": state, "qp_stats": stats}
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:

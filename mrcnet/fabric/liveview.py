@@ -3,8 +3,9 @@
 ``StatsSampler`` polls every switch's admin service (``switch.stats.fetch``) every
 ``interval`` seconds and keeps a time series of
 
-- ``plane_bps``: bits/s delivered to hosts per plane (egress bytes of host-facing leaf
-  ports, i.e. what crossed the last emulated link; includes headers and retransmissions);
+- ``plane_bps``: MRC bits/s delivered to hosts per plane (bytes sent by the MRC queues of
+  host-facing leaf ports, i.e. what crossed the last emulated link; includes headers and
+  retransmissions, not the best-effort queue of the hosts' kernel traffic);
 - ``drops`` (tail + down + random-loss drops, both directions, all ports), ``trims`` and
   ``ecn`` (per-queue counters), all as totals since the start;
 - ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``).
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.classes import BEST_EFFORT_PRIORITY
 from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
@@ -186,7 +188,8 @@ class StatsSampler:
             hp = self._host_ports.get(name, {})
             for p in resp.ports:
                 if p.port in hp:
-                    delivered[hp[p.port]] += p.egress.bytes
+                    delivered[hp[p.port]] += sum(q.bytes for q in p.egress.queues
+                                                 if q.priority != BEST_EFFORT_PRIORITY)
                 for d in (p.egress, p.ingress):
                     drops += d.tail_drops + d.down_drops + d.loss_drops
                     for q in d.queues:

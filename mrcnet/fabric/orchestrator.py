@@ -4,7 +4,9 @@ Start order (each step waits for readiness with a timeout whose message names th
 
 1. the run folder ``results/runs/<run-id>/`` and the run's topology file (the source file with
    ``--rate`` applied to every link, so controller thresholds match the emulated links);
-2. Mininet: host namespaces, links, then every switch process (ready = gRPC listening);
+2. Mininet: host namespaces (with their kernel IPv6 addresses, mrcnet/fabric/hostnet.py),
+   links, then every switch process (ready = gRPC listening); with ``pcap`` every switch
+   port's capture (mrcnet/fabric/captures.py);
 3. the controller with ``--switches`` (it becomes primary on every switch, pushes the
    pipeline and writes the path mode's tables before it prints ``listening on``), with
    ``--cp-delay`` for route withdrawal after port changes;
@@ -12,7 +14,9 @@ Start order (each step waits for readiness with a timeout whose message names th
    its registration snapshot);
 5. one agent per host in its namespace (ready = registered with the controller), each running
    the job app (mrcnet/fabric/hostjobs.py);
-6. the EV event subscription and the switch stats sampler.
+6. the EV event subscription and the switch stats sampler; then ``fabric.json`` and the
+   fabric registry entry (common/fabric_registry.py) say how to attach: each switch's gRPC
+   address and device id, the controller socket.
 
 Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
 SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
@@ -45,9 +49,12 @@ from typing import Any
 
 import yaml
 
+from common import fabric_registry
 from common.netns import stop_process_group, wait_until
+from common.p4runtime_client import CONTROLLER_ELECTION_ID
 from common.vclock import RunClock
 from mrcnet.fabric.builder import MininetFabric
+from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
@@ -77,6 +84,7 @@ class RunOptions:
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
+    pcap: bool = False  # one pcap per switch port under <run dir>/pcap/
     sample_interval: float = 0.5  # seconds of the run's clock
     tdf: float = 1.0  # time-dilation factor of the run's clock (common/vclock.py)
     # Lag (virtual seconds) up to which a process counts as on time; None: the time one
@@ -130,6 +138,8 @@ class Fabric:
         self.runner: WorkloadRunner | None = None
         self.controller: subprocess.Popen[bytes] | None = None
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
+        self.captures: Captures | None = None
+        self.started = time.time()
         self.sock_dir: Path | None = None
         self.mode: PathMode | None = None
         self.timings: dict[str, float] = {}
@@ -182,6 +192,12 @@ class Fabric:
         self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
         self.mn.build()
         self.mn.start_switches()
+        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
+        self.captures = Captures(self.run_dir, addresses,
+                                 {s.name: sorted(s.ifnames) for s in plan.switches})
+        if opts.pcap:
+            count = self.captures.start_all()
+            self.say(f"capturing {count} switch ports into {self.captures.dir}")
         self._step("switches", t0)
         self._start_controller(topo_path, mode)
         self._step("controller", t0)
@@ -190,7 +206,6 @@ class Fabric:
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)
-        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
         if opts.switch == "embedded":  # BMv2 has no lag meter
             self.fidelity = FidelityMonitor(self.clock, addresses, self.pids)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
@@ -199,19 +214,39 @@ class Fabric:
             self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
                                         show=opts.show, clock=self.clock)
             self.sampler.start()
-        self._write_state("running")
+        info = self._write_state("running")
+        fabric_registry.register(self.prefix, info)
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
+        self.say(f"controller socket {info['controller']} (mrcnet ctl finds it); switches "
+                 f"(P4Runtime, controller election id {info['election_id']}):")
+        for name, sw in info["switches"].items():
+            self.say(f"  {name:<16} {sw['grpc']:<22} device {sw['device_id']}")
 
-    def _write_state(self, state: str) -> None:
-        """``fabric.json``: lets ``mrcnet run --attach`` submit workloads to this run."""
+    def _write_state(self, state: str) -> dict[str, Any]:
+        """``fabric.json``: how to attach (``mrcnet run --attach``, ``mrcnet ctl``,
+        p4runtime-shell): hosts, switches' gRPC addresses and device ids, controller socket."""
         if self.plan is None:
-            return
-        (self.run_dir / "fabric.json").write_text(json.dumps({
-            "state": state, "pid": os.getpid(), "prefix": self.prefix,
+            return {}
+        switches = {}
+        if self.mn is not None:
+            switches = {n: {"grpc": sw.grpc_address, "device_id": sw.device_id}
+                        for n, sw in self.mn.switches.items()}
+        info: dict[str, Any] = {
+            "state": state, "pid": os.getpid(), "prefix": self.prefix, "started": self.started,
+            "results_dir": str(self.run_dir),
             "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
+            "addresses": {h.name: [p.gid for p in h.ports] for h in self.plan.hosts},
             "topology": str(self.run_dir / "topology.yaml"),
             "mode": self.mode.value if self.mode else None,
-            "tdf": self.clock.tdf, "clock_epoch": self.clock.epoch}, indent=1))
+            "tdf": self.clock.tdf, "clock_epoch": self.clock.epoch,
+            "controller": str(self.sock_dir / "ctl.sock") if self.sock_dir else None,
+            "election_id": {"high": CONTROLLER_ELECTION_ID >> 64,
+                            "low": CONTROLLER_ELECTION_ID & ((1 << 64) - 1)},
+            "switches": switches,
+            "pcap_dir": str(self.captures.dir) if self.captures and self.captures.active else None,
+        }
+        (self.run_dir / "fabric.json").write_text(json.dumps(info, indent=1))
+        return info
 
     def _start_controller(self, topo_path: Path, mode: PathMode) -> None:
         assert self.mn is not None
@@ -368,6 +403,7 @@ class Fabric:
                 signal.signal(sig, handler)
 
     def _stop_all(self) -> None:
+        fabric_registry.unregister(self.prefix)
         if (self.run_dir / "fabric.json").exists():
             self._write_state("stopped")
         if self.sampler is not None:
@@ -382,6 +418,8 @@ class Fabric:
         if self.controller is not None:
             stop_process_group(self.controller)
             self.controller = None
+        if self.captures is not None:
+            self.captures.stop_all()
         if self.mn is not None:
             self.mn.stop()
         if self.sock_dir is not None:

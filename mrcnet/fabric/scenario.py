@@ -105,8 +105,9 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "convergence": results.convergence_lines(fab.run_dir),
         "timings": fab.timings,
     }
+    wall_t0 = time.time() - (time.monotonic() - fab.tracker.t0)
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
-                         fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf)
+                         fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf, wall_t0)
     out["plots"] = [str(p) for p in plots]
     results.write_json(fab.run_dir, out)
     return out

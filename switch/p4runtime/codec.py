@@ -7,10 +7,10 @@ simple_switch_grpc) uses for the same mistake; encoding produces canonical byte 
 from __future__ import annotations
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 from common.p4schema.bytestrings import decode, encode, fits
 from common.p4schema.model import Program, Table
+from common.proto.p4.v1 import p4runtime_pb2
 from switch.pipeline.state import (
     ActionCall,
     Entry,

@@ -10,12 +10,12 @@ interpreted).
 from __future__ import annotations
 
 from google.rpc import code_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2
 
 from common.p4schema import PROGRAMS
 from common.p4schema.canonical import content_bytes, program_content
 from common.p4schema.model import Program
+from common.proto.p4.config.v1 import p4info_pb2
+from common.proto.p4.v1 import p4runtime_pb2
 from switch.pipeline import Pipeline
 from switch.pipeline.state import WriteError
 

@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 import switch.p4runtime.codec as codec
 from common.p4schema.bytestrings import decode, encode, fits
+from common.proto.p4.v1 import p4runtime_pb2
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
 from switch.pipeline.externs import CounterArray, RegisterArray

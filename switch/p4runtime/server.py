@@ -14,8 +14,8 @@ from concurrent import futures
 import grpc
 from google.protobuf import any_pb2, struct_pb2
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from switch.p4runtime.arbitration import Arbiter, ArbitrationError, Connection, from_u128
 from switch.p4runtime.pipeline_config import PipelineConfigStore
 from switch.p4runtime.readwrite import apply_write_batch, read_entities
