@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import select
 import socket
+import struct
 import time
 from pathlib import Path
 
@@ -26,7 +27,10 @@ pytestmark = pytest.mark.emulation
 
 
 def _frame() -> bytes:
-    return b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x86\xdd" + b"\x00" * 80
+    """Ethernet + IPv6 + UDP to port 4791: what the NIC port's socket filter admits."""
+    eth = b"\x02\x00\x00\x00\x00\x02" + b"\x02\x00\x00\x00\x00\x01" + b"\x86\xdd"
+    ip6 = struct.pack("!IHBB", 6 << 28, 8 + 32, 17, 64) + bytes(15) + b"\x01" + bytes(15) + b"\x02"
+    return eth + ip6 + struct.pack("!HHHH", 49152, 4791, 8 + 32, 0) + bytes(32)
 
 
 def test_a_frame_waiting_in_the_socket_is_as_late_as_it_waited(run_prefix: str) -> None:

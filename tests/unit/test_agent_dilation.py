@@ -7,7 +7,6 @@ meter; qlog files say which clock their times are on.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from common.netns import wait_until
 from common.vclock import RunClock
 from hosts.agent.agent import Agent
+from hosts.agent.qlog import read_qlog
 from tests.unit.test_agent_loop import StubCore, agent_config, socket_pair_ports
 
 
@@ -42,5 +42,5 @@ def test_core_timer_fires_after_the_dilated_wait(tdf: float, tmp_path: Path) -> 
     finally:
         agent.stop()
         pb.close()
-    header = json.loads((tmp_path / "hx-agent.qlog.jsonl").read_text().splitlines()[0])
+    header, _events = read_qlog(tmp_path / "hx-agent.sqlog")
     assert header["trace"]["common_fields"]["time_dilation"] == tdf
