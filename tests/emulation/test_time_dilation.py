@@ -72,8 +72,19 @@ def _fcts(summary: dict[str, Any]) -> list[float]:
 def test_ten_times_the_rate_on_a_ten_times_slower_clock_is_the_same_run(
     run_prefix: str, tmp_path: Path
 ) -> None:
-    slow, slow_wall, _ = _run(tmp_path / "r", run_prefix, R, 1.0)
-    fast, fast_wall, fab = _run(tmp_path / "r10", run_prefix, 10 * R, 10.0)
+    # The claim is about faithful runs: a run the fidelity monitor calls unfaithful (other
+    # work on the machine took the CPU meanwhile) is repeated, at most twice.
+    for attempt in range(3):
+        slow, slow_wall, _ = _run(tmp_path / f"r{attempt}", run_prefix, R, 1.0)
+        if slow["fidelity"]["faithful"]:
+            break
+    for attempt in range(3):
+        fast, fast_wall, fab = _run(tmp_path / f"r10-{attempt}", run_prefix, 10 * R, 10.0)
+        if fast["fidelity"]["faithful"]:
+            break
+    assert slow["fidelity"]["faithful"] and fast["fidelity"]["faithful"], (
+        "the CPU did not sustain the runs (three tries each): "
+        f"{slow['fidelity']['max_lag_fraction']}, {fast['fidelity']['max_lag_fraction']}")
     for s in (slow, fast):
         assert s["completed"], s["errors"]
         assert s["verified_flows"] == s["flows"] == 12
