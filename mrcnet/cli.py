@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "harvest": ("controller.harvest.cli", "synthesise optical reconfiguration schedules"),
     "pcap": ("hosts.wire.pcapgen", "write sample packets of every MRC type to a pcap"),
     "bench": ("mrcnet.bench", "benchmarks (codec, switch, transport, harvest, ...)"),
+    "p4": ("switch.stf.p4cmd", "P4 program tools: p4 stf DIR runs p4c STF tests"),
 }
 
 

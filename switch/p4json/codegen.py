@@ -35,6 +35,7 @@ EGRESS_OUT = (
     "recirc_fl", "recirc_vals",
 )
 CLONE_VALID = 1 << 15  # BMv2 RegisterAccess::MIRROR_SESSION_ID_VALID_MASK
+MAX_PARSER_STEPS = 4096  # parser states visited per packet before ParserTimeout
 NODE_BUDGET = 40  # structured code may repeat a node at most this many times over
 
 
@@ -133,6 +134,13 @@ class Generator:
         if not self.names.is_touched("standard_metadata", idx):
             return None
         return self.names.field_at("standard_metadata", idx)
+
+    def set_sm(self, w: Writer, f: str, value: str) -> None:
+        """standard_metadata.f = value, truncated to the field as BMv2's Field::set does."""
+        var = self.sm(f)
+        if var is not None:
+            spec = self.prog.field_spec("standard_metadata", f)
+            w(f"{var} = {self.mask_of(spec, value)}")
 
     def mask_of(self, spec: pm.FieldSpec, code: str) -> str:
         """``code`` truncated to the field's width as BMv2's Field::export_bytes does."""
@@ -721,8 +729,16 @@ class Generator:
         w("pos = 0")
         w("flen = len(frame)")
         w(f"st = {sid[p.init]}")
+        looping = _has_cycle({name: [t.next for t in s.transitions if t.next]
+                              for name, s in p.states.items()})
+        if looping:
+            w("steps = 0")
         w("while True:")
         w.indent()
+        if looping:  # a loop that extracts nothing must not hang the switch
+            timeout = self.error_codes.get("ParserTimeout", self.err("PacketTooShort"))
+            w("steps += 1")
+            w(f"if steps > {MAX_PARSER_STEPS}: perr = {timeout}; break")
         first = True
         for name in order:
             state = p.states[name]
@@ -1248,11 +1264,8 @@ class Generator:
         w("perr = 0; cksum_err = 0; ex = 0; plen = ilen; trunc = -1")
         w("cl_sid = 0; cl_fl = 0; rs_fl = 0; lf_id = 0; rc_fl = 0")
         for f, value in (("ingress_port", "in_port"), ("packet_length", "ilen"),
-                         ("instance_type", "itype"),
-                         ("ingress_global_timestamp", "now_us & 0xFFFFFFFFFFFF")):
-            var = self.sm(f)
-            if var is not None:
-                w(f"{var} = {value}")
+                         ("instance_type", "itype"), ("ingress_global_timestamp", "now_us")):
+            self.set_sm(w, f, value)
         self.restore_preserved(w)
         self.parser(w)
         w("pay = pos")
@@ -1297,14 +1310,12 @@ class Generator:
         sets = (
             ("egress_port", "eport"), ("egress_spec", str(self.drop_port + 1)),
             ("packet_length", "plen"), ("instance_type", "itype"),
-            ("enq_qdepth", "min(enq, 0x7FFFF)"), ("deq_qdepth", "min(enq, 0x7FFFF)"),
-            ("enq_timestamp", "now_us & 0xFFFFFFFF"), ("deq_timedelta", "0"),
-            ("egress_global_timestamp", "now_us & 0xFFFFFFFFFFFF"),
+            ("enq_qdepth", "enq"), ("deq_qdepth", "enq"),
+            ("enq_timestamp", "now_us"), ("deq_timedelta", "0"),
+            ("egress_global_timestamp", "now_us"),
         )
         for f, value in sets:
-            var = self.sm(f)
-            if var is not None:
-                w(f"{var} = {value}")
+            self.set_sm(w, f, value)
         rid_var = self.sm("egress_rid")
         if rid_var is not None:
             w(f"if rid >= 0: {rid_var} = rid")
@@ -1332,6 +1343,20 @@ class Generator:
         self.deparse(w)
         w(f"return (data, {prio}, {out_spec}, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
         return w.lines
+
+
+def _has_cycle(succ: dict[str, list[str]]) -> bool:
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+
+    def visit(n: str) -> bool:
+        state[n] = 1
+        for s in succ.get(n, []):
+            if state.get(s) == 1 or (s not in state and visit(s)):
+                return True
+        state[n] = 2
+        return False
+
+    return any(n not in state and visit(n) for n in succ)
 
 
 def _bind(fn: Callable[[str], None], arg: str) -> Callable[[], None]:

@@ -28,6 +28,7 @@ from typing import Any
 from switch.p4json import codegen as cg
 from switch.p4json import hashes, ops
 from switch.p4json import program as pm
+from switch.p4json.errors import ConfigError
 from switch.p4json.runtime import (
     ActionProfile,
     CounterArray,
@@ -101,8 +102,13 @@ class Engine:
         self.clock = clock
         self.origin = clock()
         self.rng = random.Random(seed)
-        gen = cg.Generator(self.prog)
-        self.source = gen.source()
+        try:
+            gen = cg.Generator(self.prog)
+            self.source = gen.source()
+        except ConfigError:
+            raise
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise ConfigError(f"malformed BMv2 JSON: {type(exc).__name__}: {exc}") from None
         self.generator = gen
         self.stats = Stats()
         self.digests: deque[tuple[str, tuple[int, ...]]] = deque(maxlen=DIGESTS_MAX)
@@ -131,7 +137,10 @@ class Engine:
             m.name: m.direct_table for m in self.prog.meters.values() if m.direct_table
         }
         self.vsets = {v.name: ValueSet(v) for v in self.prog.vsets.values()}
-        self._ingress, self._egress = self._compile(gen)
+        try:
+            self._ingress, self._egress = self._compile(gen)
+        except (SyntaxError, RecursionError, MemoryError) as exc:
+            raise ConfigError(f"program too large or malformed to compile: {exc}") from None
         state = list(gen.g.consts["_STATE"])  # type: ignore[call-overload]
         prio = gen.sm("priority")
         self._prio_index = state.index(prio) if prio in state else -1

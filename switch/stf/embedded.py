@@ -26,6 +26,18 @@ def run(json_text: str | bytes, commands: list[Command], name: str = "program") 
         return "unsupported", str(exc)
     except ConfigError as exc:
         return "fail", f"refused the JSON: {exc}"
+    try:
+        received = execute(engine, commands)
+    except SetupError as exc:
+        return "fail", str(exc)
+    if engine.stats.errors:
+        return "fail", f"{engine.stats.errors} internal error(s) (see the log)"
+    why = check(commands, received)
+    return ("pass", "") if why is None else ("fail", why)
+
+
+def execute(engine: Engine, commands: list[Command]) -> dict[int, list[bytes]]:
+    """Apply ``commands`` in order; the packets sent to each STF interface, in order."""
     ports = interfaces(commands)
     received: dict[int, list[bytes]] = {}
     for cmd in commands:
@@ -40,12 +52,9 @@ def run(json_text: str | bytes, commands: list[Command], name: str = "program") 
                 set_default(engine, cmd)
             elif isinstance(cmd, Direct):
                 direct(engine, cmd)
-        except (keys.KeyError_, EntryError, SetupError) as exc:
-            return "fail", f"line {cmd.line}: {exc}"
-    if engine.stats.errors:
-        return "fail", f"{engine.stats.errors} internal error(s) (see the log)"
-    why = check(commands, received)
-    return ("pass", "") if why is None else ("fail", why)
+        except (keys.KeyError_, EntryError) as exc:
+            raise SetupError(f"line {cmd.line}: {exc}") from None
+    return received
 
 
 def add(engine: Engine, cmd: Add) -> None:
