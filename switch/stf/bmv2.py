@@ -1,21 +1,27 @@
 """Run an STF test on BMv2's simple_switch, the way p4c's bmv2stf.py driver does.
 
-simple_switch runs with ``--use-files``: each interface N reads ``pcapN_in.pcap`` (a FIFO
-this driver writes packets into, in file order) and writes ``pcapN_out.pcap``. Table and
+simple_switch runs with ``--use-files``: each interface N reads ``pcapN_in.pcap`` and writes
+``pcapN_out.pcap``. BMv2 merges its input files by packet timestamp and waits for the next
+packet (or the end) of every file before it sends one, so: a port that receives no packet
+gets an empty regular file; the others get a FIFO fed by its own writer thread, each packet
+stamped with its position in the STF file (BMv2 then runs them in file order). Table and
 other commands go through ``simple_switch_CLI`` (one CLI run per run of consecutive
-commands, waited for, so they apply before the next packet). After the last packet the
-driver waits until every port has its expected packets (or a quiet period) and stops the
-switch by the pid it started. Needs no root: there are no network interfaces.
+commands, waited for). As with p4c's own driver, a packet sent before a command may be
+processed after it when several ports receive packets. After the last packet the driver
+waits until every port has its expected packets (or a quiet period) and stops the switch by
+the pid it started. Needs no root: there are no network interfaces.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import queue
 import random
 import socket
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -36,6 +42,25 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class FifoWriter(threading.Thread):
+    """Writes queued pcap records into one input FIFO (BMv2 reads the FIFOs in turn)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(daemon=True)
+        self.fd = fd
+        self.q: queue.Queue[bytes | None] = queue.Queue()
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        try:
+            while (record := self.q.get()) is not None:
+                os.write(self.fd, record)
+        except OSError as exc:  # simple_switch died
+            self.error = exc
+        finally:
+            os.close(self.fd)
 
 
 def _open_fifo(path: Path, proc: subprocess.Popen[bytes], deadline: float) -> int:
@@ -120,18 +145,24 @@ class SwitchFailed(ToolError):
     """simple_switch died while running the test."""
 
 
-def execute(json_path: Path, commands: list[Command], workdir: Path) -> dict[int, list[bytes]]:
-    """Run ``commands`` on simple_switch; the packets each STF interface received, in order."""
+def execute(json_path: Path, commands: list[Command], workdir: Path,
+            switch_args: tuple[str, ...] = ()) -> dict[int, list[bytes]]:
+    """Run ``commands`` on simple_switch; the packets each STF interface received, in order.
+    ``switch_args`` go after the program (target options, e.g. ``--priority-queues 8``)."""
     switch = require_tool(SIMPLE_SWITCH)
     cli = require_tool(SIMPLE_SWITCH_CLI)
     prog = pm.load_program(json_path.read_bytes())
     ports = sorted(interfaces(commands))
+    fed = {c.port for c in commands if isinstance(c, Packet)}
     workdir.mkdir(parents=True, exist_ok=True)
     for p in ports:
-        fifo = workdir / f"pcap{p}_in.pcap"
-        if fifo.exists():
-            fifo.unlink()
-        os.mkfifo(fifo)
+        path = workdir / f"pcap{p}_in.pcap"
+        if path.exists():
+            path.unlink()
+        if p in fed:
+            os.mkfifo(path)
+        else:
+            path.write_bytes(PCAP_HEADER)
     thrift = _free_port()
     argv = [str(switch), "--use-files", "0", "--thrift-port", str(thrift),
             "--device-id", str(random.randrange(1, 1 << 20)),
@@ -139,23 +170,30 @@ def execute(json_path: Path, commands: list[Command], workdir: Path) -> dict[int
     for p in ports:
         argv += ["-i", f"{p}@pcap{p}"]
     argv.append(str(json_path.resolve()))
+    if switch_args:
+        argv += ["--", *switch_args]
     log = (workdir / "simple_switch.log").open("wb")
     proc = subprocess.Popen(argv, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    fds: dict[int, int] = {}
+    writers: dict[int, FifoWriter] = {}
     try:
         deadline = time.monotonic() + START_TIMEOUT
         for p in ports:
-            fds[p] = _open_fifo(workdir / f"pcap{p}_in.pcap", proc, deadline)
+            if p in fed:
+                writers[p] = FifoWriter(_open_fifo(workdir / f"pcap{p}_in.pcap", proc, deadline))
+                writers[p].start()
         _wait_listening(thrift, proc, deadline)
         pending: list[str] = []
         sent_since_cli = False
+        seq = 0
         for cmd in commands:
             if isinstance(cmd, Packet):
                 if pending:
                     _run_cli(cli, thrift, pending, workdir)
                     pending = []
-                record = struct.pack("<IIII", 0, 0, len(cmd.data), len(cmd.data)) + cmd.data
-                os.write(fds[cmd.port], record)
+                seq += 1
+                stamp = struct.pack("<II", seq // 1_000_000, seq % 1_000_000)
+                size = len(cmd.data)
+                writers[cmd.port].q.put(stamp + struct.pack("<II", size, size) + cmd.data)
                 sent_since_cli = True
             elif not isinstance(cmd, Expect):
                 try:
@@ -168,13 +206,14 @@ def execute(json_path: Path, commands: list[Command], workdir: Path) -> dict[int
                 pending += lines
         if pending:
             _run_cli(cli, thrift, pending, workdir)
-        for fd in fds.values():
-            os.close(fd)
-        fds.clear()
+        for writer in writers.values():
+            writer.q.put(None)
+        for writer in writers.values():
+            writer.join(DRAIN_TIMEOUT * 6)
         received = _collect(workdir, ports, commands)
     finally:
-        for fd in fds.values():
-            os.close(fd)
+        for writer in writers.values():
+            writer.q.put(None)
         if proc.poll() is None:
             proc.terminate()
             try:
@@ -182,6 +221,8 @@ def execute(json_path: Path, commands: list[Command], workdir: Path) -> dict[int
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(10)
+        for writer in writers.values():
+            writer.join(DRAIN_TIMEOUT)
         log.close()
     if proc.returncode not in (0, -15):
         raise SwitchFailed(f"{SIMPLE_SWITCH} exited with code {proc.returncode} (see {workdir})")

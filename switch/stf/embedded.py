@@ -106,8 +106,39 @@ def direct(engine: Engine, cmd: Direct) -> None:
         # reads (register_read, counter_read, meter_get_rates, mirroring_get) print only
         elif cmd.name in ("meter_set_rates", "meter_array_set_rates"):
             _meter_rates(engine, cmd)
+        elif cmd.name.startswith(("act_prof_", "table_indirect_")):
+            _action_profile(engine, cmd)
     except (IndexError, KeyError) as exc:
         raise SetupError(f"{cmd.name}: {exc}") from None
+
+
+def _action_profile(engine: Engine, cmd: Direct) -> None:
+    """simple_switch_CLI's action profile commands; handles count from 0 like BMv2's."""
+    a = cmd.args
+    if cmd.name.startswith("table_indirect_"):
+        table = keys.find_table(engine.prog, a[0])
+        arrow = a.index("=>")
+        parts = keys.cli_key(table, a[1:arrow])
+        handle = keys.number(a[arrow + 1])
+        runtime = engine.tables[table.name]
+        if cmd.name == "table_indirect_add":
+            runtime.add(parts, 0, None, member=handle)
+        else:
+            runtime.add(parts, 0, None, group=handle)
+        return
+    profile = _by_suffix(engine.profiles, a[0])
+    if cmd.name == "act_prof_create_member":
+        table = next(t for t in engine.prog.all_tables() if t.profile == profile.name)
+        action = keys.find_action(engine.prog, table, a[1])
+        values = tuple(keys.number(v) for v in a[2:])
+        profile.members[len(profile.members)] = (action.id, values)
+    elif cmd.name == "act_prof_create_group":
+        profile.groups[len(profile.groups)] = []
+    elif cmd.name == "act_prof_add_member_to_group":
+        from switch.p4json.runtime import GroupMember
+
+        profile.groups[keys.number(a[2])].append(GroupMember(keys.number(a[1])))
+    profile.rebuild()
 
 
 def _by_suffix(objects: dict, name: str):  # type: ignore[no-untyped-def,type-arg]

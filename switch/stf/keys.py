@@ -169,3 +169,23 @@ def bmv2_priority(table: pm.Table, stf_priority: int | None) -> int:
     if table.match_type != "ternary" or stf_priority is None:
         return 0
     return PRIORITY_BASE - stf_priority
+
+
+def cli_key(table: pm.Table, words: list[str]) -> tuple[object, ...]:
+    """A simple_switch_CLI match key (one word per field: V, V/LEN, V&&&M, LO->HI)."""
+    if len(words) != len(table.keys):
+        raise KeyError_(f"table {table.name} takes {len(table.keys)} key fields")
+    parts: list[object] = []
+    for k, word in zip(table.keys, words):
+        if k.match_type == "lpm":
+            v, _, plen = word.partition("/")
+            parts.append((number(v), int(plen) if plen else k.width))
+        elif k.match_type == "ternary":
+            v, _, m = word.partition("&&&")
+            parts.append((number(v), number(m) if m else (1 << k.width) - 1))
+        elif k.match_type == "range":
+            lo, _, hi = word.partition("->")
+            parts.append((number(lo), number(hi or lo)))
+        else:
+            parts.append(number(word))
+    return tuple(parts)

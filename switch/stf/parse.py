@@ -10,6 +10,9 @@ One command per line, ``#`` starts a comment, keywords are case-insensitive:
     mirroring_add S PORT | mirroring_add_mc S MGID | mirroring_delete S
     mc_mgrp_create G | mc_node_create RID PORT... | mc_node_update H PORT... |
     mc_node_associate G H
+    act_prof_create_member P ACTION ARGS... | act_prof_create_group P |
+    act_prof_add_member_to_group P M G | table_indirect_add[_with_group] T KEY... => M|G
+        (simple_switch_CLI commands beyond p4c's grammar, for action selectors)
     register_write R I V | register_reset R | register_read R I | counter_read C I |
     counter_write C I P B | meter_set_rates / meter_array_set_rates / meter_get_rates ...
 
@@ -76,6 +79,9 @@ DIRECT = {
     "mc_node_create", "mc_node_update", "mc_node_associate", "counter_read", "counter_write",
     "register_read", "register_write", "register_reset", "meter_get_rates", "meter_set_rates",
     "meter_array_set_rates",
+    # simple_switch_CLI action profile commands (not in p4c's STF grammar; passed through)
+    "act_prof_create_member", "act_prof_create_group", "act_prof_add_member_to_group",
+    "table_indirect_add", "table_indirect_add_with_group",
 }
 IGNORED = {"wait", "remove", "check_counter"}
 _ACTION = re.compile(r"^(?P<name>[A-Za-z_$\"][^()]*)\((?P<args>.*)\)\s*(=\s*\S+)?\s*$")
