@@ -53,7 +53,8 @@ class Generator(ParserGen, ControlGen):
             w(f"if {self.names.valid(h)}: parts.append({self.image(h)})")
         w("parts.append(frame[pay:])")
         w("data = b''.join(parts)")
-        w("if trunc >= 0 and len(data) > trunc: data = data[:trunc]")
+        w("cut = trunc >= 0 and len(data) > trunc")
+        w("if cut: data = data[:trunc]")
 
     def all_state(self) -> list[str]:
         out: list[str] = []
@@ -218,11 +219,10 @@ class Generator(ParserGen, ControlGen):
         cloned = ["0" if var in meta else var for var in state]
         w(f"cl_phv = ({', '.join(cloned)}{',' if cloned else ''})")
         w.dedent()
-        out_spec = spec or "0"
         if spec is not None:
             w(f"if {spec} == {self.drop_port}:")
-            w(f"    return (None, {prio}, {spec}, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
+            w(f"    return (None, {prio}, False, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
         self.update_checksums(w)
         self.deparse(w)
-        w(f"return (data, {prio}, {out_spec}, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
+        w(f"return (data, {prio}, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
         return w.lines

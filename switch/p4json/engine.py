@@ -62,6 +62,7 @@ class Output:
     priority: int
     data: bytes
     instance_type: int = cg.NORMAL
+    truncated: bool = False  # truncate() cut the packet
 
 
 @dataclass
@@ -96,11 +97,14 @@ class Engine:
         clock: Callable[[], float] = time.monotonic,
         seed: int = 0,
         name: str = "program",
+        origin: float | None = None,
     ) -> None:
+        """``origin``: the clock reading timestamps count from (default: now, as BMv2 counts
+        from its start); the embedded switch passes 0 (microseconds of its own clock)."""
         self.prog = source if isinstance(source, pm.Program) else pm.load_program(source)
         self.name = name
         self.clock = clock
-        self.origin = clock()
+        self.origin = clock() if origin is None else origin
         self.rng = random.Random(seed)
         try:
             gen = cg.Generator(self.prog)
@@ -315,7 +319,7 @@ class Engine:
             return
         prio = phv[self._prio_index] if self._prio_index >= 0 else 0
         enq, enq_bytes = qdepth(port, prio)
-        (data, out_prio, _espec, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals) = self._egress(
+        (data, out_prio, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals) = self._egress(
             frame, phv, pres, itype, port, rid, enq, enq_bytes, ts, ilen, plen, pay, trunc
         )
         if cl_sid:
@@ -330,7 +334,7 @@ class Engine:
         if rc_fl:
             work.append((data, 0, cg.RECIRC, (rc_fl, rc_vals) if rc_vals is not None else None, 0))
             return
-        outs.append(Output(port, out_prio, data, itype))
+        outs.append(Output(port, out_prio, data, itype, cut))
 
 
 def peek_bits(frame: bytes, bit: int, width: int) -> int:

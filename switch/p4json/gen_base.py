@@ -17,7 +17,7 @@ INGRESS_OUT = (
     "resub_vals", "learn_id", "learn_vals", "plen", "pay", "trunc", "parser_error",
 )
 EGRESS_OUT = (
-    "data", "priority", "egress_spec", "clone_sid", "clone_fl", "clone_phv", "clone_vals",
+    "data", "priority", "truncated", "clone_sid", "clone_fl", "clone_phv", "clone_vals",
     "recirc_fl", "recirc_vals",
 )
 CLONE_VALID = 1 << 15  # BMv2 RegisterAccess::MIRROR_SESSION_ID_VALID_MASK

@@ -40,7 +40,7 @@ class Entry:
 
     __slots__ = (
         "action", "args", "counter", "group", "key", "member", "meter", "priority", "ranges",
-        "seq", "ternary",
+        "seq", "tag", "ternary",
     )
 
     def __init__(
@@ -61,6 +61,7 @@ class Entry:
         self.counter: list[int] | None = None
         self.meter: Meter | None = None
         self.seq = 0
+        self.tag: object = None  # the control plane's own record of this entry
         self.ternary: tuple[tuple[int, int, int], ...] = ()  # (field index, mask, value)
         self.ranges: tuple[tuple[int, int, int], ...] = ()  # (field index, low, high)
 
@@ -451,7 +452,8 @@ class ActionProfile:
 
 
 class CounterArray:
-    """An indirect counter: packets and bytes per cell (bytes = the packet's received length)."""
+    """An indirect counter: packets and bytes per cell (bytes = the packet's received length).
+    The generated code adds to ``packets``/``bytes`` in place: never rebind them."""
 
     __slots__ = ("bytes", "name", "packets", "size")
 
@@ -461,12 +463,21 @@ class CounterArray:
         self.packets = [0] * size
         self.bytes = [0] * size
 
+    def count(self, index: int, nbytes: int) -> None:
+        """One packet of ``nbytes`` into cell ``index`` (out of range: ignored, as BMv2)."""
+        if 0 <= index < self.size:
+            self.packets[index] += 1
+            self.bytes[index] += nbytes
+
     def reset(self) -> None:
         self.packets[:] = [0] * self.size
         self.bytes[:] = [0] * self.size
 
 
 class RegisterArray:
+    """A register array of ``width``-bit cells; ``cells`` is read and written in place by the
+    generated code."""
+
     __slots__ = ("cells", "mask", "name", "size", "width")
 
     def __init__(self, name: str, size: int, width: int) -> None:
@@ -475,6 +486,17 @@ class RegisterArray:
         self.width = width
         self.mask = (1 << width) - 1
         self.cells = [0] * size
+
+    @property
+    def bitwidth(self) -> int:
+        return self.width
+
+    def read(self, index: int) -> int:
+        return self.cells[index] if 0 <= index < self.size else 0
+
+    def write(self, index: int, value: int) -> None:
+        if 0 <= index < self.size:
+            self.cells[index] = value & self.mask
 
     def reset(self) -> None:
         self.cells[:] = [0] * self.size
