@@ -55,7 +55,7 @@ def table_write(state: ProgramState, kind: int, table: TableState, entry: Entry)
         undo = table.modify(entry)
         new = entry
     elif kind == DELETE:
-        old, undo = table.delete(entry.key)
+        old, undo = table.delete(entry.key, entry.priority)
         new = None
     else:
         raise WriteError(code_pb2.INVALID_ARGUMENT, "Invalid update type")
