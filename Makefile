@@ -19,12 +19,13 @@ MODE ?= stev
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4info help
+.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4 help
 
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
-	@echo "make lint      ruff + mypy"
+	@echo "make lint      ruff + mypy + import-linter layer contracts"
+	@echo "make p4        compile p4/*.p4 with p4c into p4/*.json and p4/*.p4info.txtpb"
 	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
 	@echo "make bench     run the benchmarks, results under results/"
 	@echo "make clean     remove what the project created (venv, caches, results)"
@@ -61,7 +62,8 @@ $(STAMP): pyproject.toml Makefile
 # Per-packet code with a C accelerator (common/cext.py) keeps a pure-Python reference: the
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
-PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_pktio.py tests/unit/test_agent_loop.py
+PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
+              tests/unit/test_agent_loop.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -81,12 +83,16 @@ test-emulation: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 protos: install
 	$(PY) -m common.proto.build
 
-p4info: install
-	$(PY) -m common.p4schema.generate
+# p4c (common/p4toolchain.py: P4C, P4_BIN_DIR, PATH, /opt/p4/bin) compiles p4/*.p4 into the
+# committed BMv2 JSON and P4Info; `make p4 P4BUILD_ARGS=--check` only checks they are current.
+P4BUILD_ARGS ?=
+p4: install
+	$(PY) -m common.p4build $(P4BUILD_ARGS)
 
 topology: install
 	$(VENV)/bin/mrcnet up $(TOPO) --switch $(SWITCH) --mode $(MODE) --demo $(ARGS)
@@ -96,5 +102,5 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis results/runs
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -2,7 +2,9 @@
 
 MRC names the classes; the numeric codepoints are operator configuration (see
 docs/wire-format.md). These defaults are what topologies use unless a topology file overrides
-them, and what the switch programs (via the controller) and host agents agree on.
+them, and what the switch programs (via the controller) and host agents agree on. The
+switch's ``dscp_class`` table maps each codepoint to a ``DscpClass`` row (``dscp_classes``);
+common.p4schema.mrc_switch.dscp_class_write turns a row into the table write.
 """
 
 from __future__ import annotations
@@ -46,6 +48,38 @@ class ClassMap:
                 raise ValueError(f"DSCP of {cls.value} must be 0..63, got {self.dscp[cls]}")
             if not 0 <= self.priority[cls] <= 7:
                 raise ValueError(f"priority of {cls.value} must be 0..7")
+
+
+CLASS_IDS: dict[TrafficClass, int] = {cls: i for i, cls in enumerate(TrafficClass)}
+"""Class id of each class in the switch (index of its per-(port, class) counters)."""
+
+TRIMMABLE_CLASSES = frozenset({TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX})
+
+
+@dataclass(frozen=True)
+class DscpClass:
+    """One row of the switch's DSCP classification: codepoint -> class id, queue, trimmable."""
+
+    dscp: int
+    traffic_class: TrafficClass
+    class_id: int
+    priority: int
+    trimmable: bool
+
+    @classmethod
+    def of(cls, classes: ClassMap, traffic_class: TrafficClass) -> DscpClass:
+        return cls(
+            classes.dscp[traffic_class],
+            traffic_class,
+            CLASS_IDS[traffic_class],
+            classes.priority[traffic_class],
+            traffic_class in TRIMMABLE_CLASSES,
+        )
+
+
+def dscp_classes(classes: ClassMap) -> tuple[DscpClass, ...]:
+    """The classification rows of every class, in TrafficClass order."""
+    return tuple(DscpClass.of(classes, c) for c in TrafficClass)
 
 
 DEFAULT_CLASSES = ClassMap(

@@ -59,10 +59,6 @@ class Collective:
     n: int
     steps: tuple[Step, ...]
 
-    def volumes(self, message_bytes: float) -> list[float]:
-        """Per-pair bytes of each step for a message of ``message_bytes``."""
-        return [s.fraction * message_bytes for s in self.steps]
-
 
 def is_power_of_two(n: int) -> bool:
     return n >= 1 and n & (n - 1) == 0

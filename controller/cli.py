@@ -21,9 +21,9 @@ from google.protobuf.message import Message
 
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
+from common.units import parse_duration, parse_rate
 from controller.auth import AuthError, open_channel, read_token
-from controller.profiles import nscc_defaults
-from topologies.units import parse_duration, parse_rate
+from controller.profile_store import nscc_defaults
 
 DEFAULT_SOCKET = os.environ.get("MRCNET_CTL_SOCKET", "/run/mrcnet/controller.sock")
 STATES: dict[str, int] = {"INIT": pb.PROFILE_INIT, "OFFLINE": pb.PROFILE_OFFLINE, "ONLINE": pb.PROFILE_ONLINE}

@@ -1,6 +1,6 @@
 """Route withdrawal and restoration after port-status changes, with a control-plane delay.
 
-Switches report port down/up on their P4Runtime stream (controller.p4runtime_client
+Switches report port down/up on their P4Runtime stream (common.p4runtime_client
 ``port_events``). A link counts as down while either end reports it down. ``delay`` seconds
 after a change (modelling slow convergence) the controller recomputes, for every switch and
 every host route with several next hops (ECMP or Structured-EV routes), which next hops can

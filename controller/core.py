@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from common.proto import mrc_ctl_pb2 as pb
-from controller import profiles as prof
+from controller import profile_store as prof
 from controller.agents import Agent, AgentRegistry
 from controller.errors import CtlError, ErrorKind, invalid, not_found
 from controller.events import EventHub, Subscription

@@ -3,7 +3,7 @@
 Pure translation, checked against the single control-plane definition in common/p4schema:
 every table, match field, action and parameter name must exist and every value must fit its
 width, otherwise ``ProgramError``. The controller's southbound applies the result with
-controller/p4runtime_client.py (groups first, then table entries, so references resolve).
+common/p4runtime_client.py (groups first, then table entries, so references resolve).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.p4schema.model import Program
-from common.p4schema.mrc_switch import PROGRAM
+from common.p4schema.mrc_switch import PROGRAM, dscp_class_write
 from topologies.routes import NextHop, RouteEcmp, RouteEv, SetNextHop, SwitchTables
 
 Match = dict[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
@@ -23,7 +23,7 @@ INSERT = 1  # p4.v1.Update.INSERT
 
 
 class P4RuntimeClientLike(Protocol):
-    """The part of controller.p4runtime_client.P4RuntimeClient that ``apply`` uses."""
+    """The part of common.p4runtime_client.P4RuntimeClient that ``apply`` uses."""
 
     def insert_group(
         self, profile: str, group_id: int, members: Sequence[tuple[int, str, Mapping[str, int]]]
@@ -121,17 +121,8 @@ def program_for(tables: SwitchTables, program: Program = PROGRAM) -> SwitchProgr
             "MrcIngress.usid_shift" if entry.action == "shift" else "MrcIngress.usid_decap"
         )
         entries.append(TableWrite("MrcIngress.my_usid", match, action_name))
-    for cls in tables.dscp_classes:
-        params = {
-            "class_id": cls.class_id,
-            "priority": cls.priority,
-            "trimmable": int(cls.trimmable),
-        }
-        entries.append(
-            TableWrite(
-                "MrcIngress.dscp_class", {"meta.dscp": cls.dscp}, "MrcIngress.set_class", params
-            )
-        )
+    for row in tables.dscp_classes:
+        entries.append(TableWrite(*dscp_class_write(row)))
     for port, cfg in sorted(tables.port_config.items()):
         params = {
             "ecn_threshold_bytes": cfg.ecn_threshold_bytes,

@@ -25,7 +25,7 @@ from controller.convergence import Convergence
 from controller.core import Controller
 from controller.fabric import FabricBackend
 from controller.service import add_services
-from controller.southbound import FabricError, SwitchEndpoint, SwitchFabric
+from controller.southbound import SouthboundError, SwitchEndpoint, SwitchFabric
 from topologies.loader import TopologyError, load
 from topologies.model import PathMode
 from topologies.routes import switch_tables
@@ -105,7 +105,7 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
         southbound = SwitchFabric(
             topo, read_switch_map(config.switches), PathMode(config.mode) if config.mode else None
         )
-        southbound.start()  # raises FabricError naming the switch; nothing left connected
+        southbound.start()  # raises SouthboundError naming the switch; nothing left connected
         backend = southbound
         if config.cp_delay is not None:
             tables = switch_tables(topo, southbound.mode)
@@ -147,7 +147,7 @@ def read_switch_map(path: str) -> dict[str, SwitchEndpoint]:
             for name, ep in data.items()
         }
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise FabricError(f"switch map {path}: {exc}") from None
+        raise SouthboundError(f"switch map {path}: {exc}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         running = start(config)
-    except (AuthError, TopologyError, FabricError) as exc:
+    except (AuthError, TopologyError, SouthboundError) as exc:
         print(f"controller: {exc}", file=sys.stderr)
         return 2
     done = threading.Event()

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import grpc
 from p4.v1 import p4runtime_pb2
 
+from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.fabric import BackendError
-from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
 from topologies.routes import switch_tables
@@ -29,7 +29,7 @@ CROSS_CONNECT = "OcsIngress.cross_connect"
 INGRESS_PORT = "standard_metadata.ingress_port"
 
 
-class FabricError(BackendError):
+class SouthboundError(BackendError):
     """A switch could not be reached or refused an operation; the message names it."""
 
 
@@ -51,7 +51,7 @@ class SwitchFabric:
         switches = {n.name for n in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS)}
         missing = sorted(switches - set(endpoints))
         if missing:
-            raise FabricError(f"no endpoint for switch(es) {', '.join(missing)}")
+            raise SouthboundError(f"no endpoint for switch(es) {', '.join(missing)}")
         self.topo = topo
         self.mode = mode or topo.fabric.path_mode
         self.endpoints = dict(endpoints)
@@ -77,15 +77,11 @@ class SwitchFabric:
                 self._clients[node.name] = client
                 try:
                     if not client.connect():
-                        raise FabricError(
+                        raise SouthboundError(
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
                     client.push_pipeline()
-                    if node.kind == NodeKind.OCS:
-                        ocs = self.topo.fabric.ocs
-                        delay_us = round(ocs.reconfig_delay_s * 1e6) if ocs else 0
-                        client.write_register("OcsIngress.reconfig_delay_us", 0, delay_us)
-                    else:
+                    if node.kind != NodeKind.OCS:
                         apply(client, program_for(tables[node.name]))
                 except (
                     P4RuntimeError,
@@ -93,7 +89,7 @@ class SwitchFabric:
                     grpc.FutureTimeoutError,
                     grpc.RpcError,
                 ) as exc:
-                    raise FabricError(
+                    raise SouthboundError(
                         f"{node.name} ({ep.address}): {exc or type(exc).__name__}"
                     ) from None
                 channel = grpc.insecure_channel(ep.address)
@@ -142,7 +138,7 @@ class SwitchFabric:
                         )
                     except grpc.RpcError:
                         pass
-                raise FabricError(
+                raise SouthboundError(
                     f"{end.node}: SetPortAdmin port {end.port}: {exc.code().name} {exc.details()}"
                 ) from None  # type: ignore[attr-defined]
             self.counters["link_changes"] += 1
@@ -168,7 +164,7 @@ class SwitchFabric:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
-                    raise FabricError(f"{ocs}: cross-connect write failed: {exc}") from None
+                    raise SouthboundError(f"{ocs}: cross-connect write failed: {exc}") from None
             self._xc = dict(cross_connects)
             self.counters["circuit_writes"] += 1
 

@@ -1,4 +1,4 @@
-"""`mrcnet bench NAME`: dispatch to the benchmark that lives next to the code it measures.
+"""`mrcnet bench NAME`: dispatch to the benchmarks of testbed/bench, one module each.
 
 Each benchmark module exposes ``add_arguments(parser)`` and ``run(args) -> int`` and prints
 its figures (one JSON object with ``--json``). `mrcnet bench all` runs every available
@@ -20,13 +20,16 @@ from typing import Any
 from mrcnet.modules import load_optional
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
-    "codec": ("hosts.wire.bench", "encode+decode of 4096-byte Write packets"),
-    "switch": ("switch.bench", "embedded switch throughput and link-rate accuracy"),
-    "transport": ("hosts.bench", "single-QP goodput through one embedded switch"),
-    "transport-core": ("hosts.transport.bench", "sans-I/O core: CPU cost, MRC vs RC under loss"),
-    "harvest": ("controller.harvest.bench", "schedule synthesis time"),
-    "failover": ("mrcnet.bench_failover", "goodput around a spine link failure, MRC vs RC"),
-    "spray": ("mrcnet.bench_spray", "permutation goodput, MRC spraying vs ECMP"),
+    "codec": ("testbed.bench.codec_rate", "encode+decode of 4096-byte Write packets"),
+    "switch": ("testbed.bench.switch_throughput",
+               "embedded switch throughput and link-rate accuracy"),
+    "transport": ("testbed.bench.qp_goodput", "single-QP goodput through one embedded switch"),
+    "transport-core": ("testbed.bench.transport_core_cost",
+                       "sans-I/O core: CPU cost, MRC vs RC under loss"),
+    "harvest": ("testbed.bench.harvest_synthesis_time", "schedule synthesis time"),
+    "failover": ("testbed.bench.failover_goodput",
+                 "goodput around a spine link failure, MRC vs RC"),
+    "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
 }
 
 

@@ -43,10 +43,10 @@ def _running(run_dir: Path) -> dict[str, object] | None:
 
 
 def attach(args: argparse.Namespace) -> int:
+    from common.units import parse_size
     from mrcnet.fabric.orchestrator import RunOptions
     from mrcnet.fabric.results import summary_table
     from mrcnet.fabric.workloads import WorkloadError, WorkloadRunner
-    from topologies.units import parse_size
 
     run_dir = Path(args.attach)
     if args.attach == "latest":

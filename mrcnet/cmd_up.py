@@ -23,7 +23,7 @@ MiB = 1 << 20
 
 
 def _size(text: str) -> int:
-    from topologies.units import parse_size
+    from common.units import parse_size
 
     return int(parse_size(text))
 

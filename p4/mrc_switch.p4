@@ -1,9 +1,10 @@
 /*
  * mrc_switch.p4 -- MRC fabric switch (P4_16, v1model).
  *
- * Control-plane names, ids and widths are defined once in common/p4schema/mrc_switch.py;
- * p4/mrc_switch.p4info.txtpb is generated from it. The embedded target (switch/pipeline)
- * executes this program; docs/switch.md lists where it deviates from BMv2.
+ * `make p4` compiles it with p4c into p4/mrc_switch.json (BMv2) and p4/mrc_switch.p4info.txtpb;
+ * common/p4schema/mrc_switch.py describes the same names, ids and widths (checked against
+ * that P4Info). The embedded target (switch/pipeline) executes this program; docs/switch.md
+ * lists where it deviates from BMv2.
  *
  * Ingress: parser error / length checks, SRv6 uSID shift-and-forward (my_usid), IPv6 LPM to a
  * next hop, an ECMP group (action selector, crc16 over addresses, flow label, next header and
@@ -313,8 +314,9 @@ control MrcIngress(inout headers_t hdr, inout metadata_t meta, inout standard_me
             meta.l4_sport: selector;
             meta.l4_dport: selector;
         }
-        actions = { set_nexthop; drop; }
-        default_action = drop();
+        /* An action-selector table has no default action on BMv2: a miss runs NoAction
+           (meta.routed stays 0, so apply drops the packet and counts the reason). */
+        actions = { set_nexthop; drop; @defaultonly NoAction; }
         implementation = ecmp_selector;
         size = 1024;
     }
@@ -424,7 +426,6 @@ control MrcEgress(inout headers_t hdr, inout metadata_t meta, inout standard_met
     counter(32w4096, CounterType.packets_and_bytes) tx_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) trim_port_queue;
     counter(32w4096, CounterType.packets_and_bytes) ecn_port_queue;
-    counter(32w4096, CounterType.packets_and_bytes) drop_port_queue;
     register<bit<19>>(32w4096) max_qdepth;
 
     /* thresholds in bytes queued (meta.enq_qdepth_bytes); 0 disables */

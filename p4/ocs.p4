@@ -2,17 +2,19 @@
  * ocs.p4 -- optical circuit switch model (P4_16, v1model).
  *
  * An OCS forwards light, not packets: any frame (even garbage) entering a port leaves on the
- * port it is cross-connected to. While a circuit is being reconfigured the affected ports are
- * dark: frames are dropped until dark_until[port] (switch clock, microseconds).
- * Names, ids and widths: common/p4schema/ocs.py. The embedded target sets dark_until for the
- * ports a cross_connect write touches (see docs/switch.md).
+ * port it is cross-connected to. Reconfiguration is driven by the controller, drop then
+ * connect: it first sets the cross_connect entry of every input port whose circuit changes to
+ * dark() (the mirrors are moving: frames are dropped and counted in dark_drops[in_port]),
+ * waits out the reconfiguration delay, then writes the new connect(port) entries (or deletes
+ * the entry of a port left unconnected). A port without an entry drops (default drop()).
+ * docs/switch.md gives the exact protocol. Names, ids and widths: common/p4schema/ocs.py.
  */
 #include <core.p4>
 #include <v1model.p4>
 
 header raw_t { bit<8> first; }
 struct headers_t { raw_t unused; }
-struct metadata_t { bit<48> until_in; bit<48> until_out; }
+struct metadata_t { }
 
 parser OcsParser(packet_in pkt, out headers_t hdr, inout metadata_t meta,
                  inout standard_metadata_t standard_metadata) {
@@ -24,35 +26,24 @@ control OcsVerifyChecksum(inout headers_t hdr, inout metadata_t meta) { apply { 
 control OcsIngress(inout headers_t hdr, inout metadata_t meta, inout standard_metadata_t standard_metadata) {
     counter(32w512, CounterType.packets_and_bytes) rx_port;
     counter(32w512, CounterType.packets_and_bytes) dark_drops;
-    register<bit<48>>(32w512) dark_until;
-    register<bit<32>>(32w1) reconfig_delay_us;
 
     action drop() { mark_to_drop(standard_metadata); }
     action connect(bit<9> port) { standard_metadata.egress_spec = port; }
+    action dark() {
+        dark_drops.count((bit<32>)standard_metadata.ingress_port);
+        mark_to_drop(standard_metadata);
+    }
 
     table cross_connect {
         key = { standard_metadata.ingress_port: exact; }
-        actions = { connect; drop; }
+        actions = { connect; dark; drop; }
         default_action = drop();
         size = 512;
     }
 
     apply {
         rx_port.count((bit<32>)standard_metadata.ingress_port);
-        dark_until.read(meta.until_in, (bit<32>)standard_metadata.ingress_port);
-        if (standard_metadata.ingress_global_timestamp < meta.until_in) {
-            dark_drops.count((bit<32>)standard_metadata.ingress_port);
-            mark_to_drop(standard_metadata);
-            return;
-        }
         cross_connect.apply();
-        if (standard_metadata.egress_spec != 511) {
-            dark_until.read(meta.until_out, (bit<32>)standard_metadata.egress_spec);
-            if (standard_metadata.ingress_global_timestamp < meta.until_out) {
-                dark_drops.count((bit<32>)standard_metadata.ingress_port);
-                mark_to_drop(standard_metadata);
-            }
-        }
     }
 }
 

@@ -305,9 +305,8 @@ class Dataplane:
                             cap.write(data)
                     # The hot path, inlined: pipeline (its lock taken once per batch, the
                     # frames still processed and enqueued one by one, so each sees the queue
-                    # depth the previous ones left), then onto an idle unshaped wire (the same
-                    # test and counting as Shaper.bypass, which the unit tests pin down: the
-                    # frame joins its port's send batch) or into the egress queue.
+                    # depth the previous ones left), then onto an idle unshaped wire (counted
+                    # as sent, the frame joins its port's send batch) or into the egress queue.
                     with pipeline_lock:
                         dp_process = pipeline.datapath_process()
                         for data in frames:

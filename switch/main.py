@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from switch.traffic import TrafficManager
 
     pipeline = Pipeline()
-    tm = TrafficManager(rng=random.Random(args.seed), on_drop=pipeline.count_tm_drop)
+    tm = TrafficManager(rng=random.Random(args.seed))
     egress = dict(args.link)
     ingress = dict(args.ingress_link)
     ports: dict[int, Port] = {}

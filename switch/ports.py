@@ -13,7 +13,6 @@ pulled at the far end (peer veth down) is seen at once, without polling.
 from __future__ import annotations
 
 import errno
-import os
 import socket
 import struct
 from dataclasses import dataclass
@@ -150,14 +149,3 @@ def close_all(ports: dict[int, Port]) -> None:
             port.close()
         except OSError:
             pass
-
-
-def pid_alive(pid: int) -> bool:
-    """True if a process with this pid exists (used by readiness checks)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

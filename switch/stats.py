@@ -30,8 +30,8 @@ def fetch(address: str, ports: Sequence[int] = (), timeout: float = 5.0) -> pb.G
 def pipeline_drops(address: str, device_id: int, timeout: float = 5.0) -> dict[str, int]:
     """Drops counted by the P4 program (``MrcIngress.drop_reason``) by reason name; empty when
     the switch runs another program or none yet. A P4Runtime Read needs no arbitration."""
+    from common.p4runtime_client import P4RuntimeClient, P4RuntimeError
     from common.p4schema.mrc_switch import DropReason
-    from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError
 
     client = P4RuntimeClient(address, device_id, timeout=timeout)
     try:

@@ -35,7 +35,9 @@ MAX_QUEUES = 8
 DEFAULT_QPKTS = 64  # v1model / BMv2 default queue depth in packets
 
 DropHook = Callable[[int, int, int], None]
-"""on_drop(port, priority, nbytes): called for every tail drop (pipeline.count_tm_drop)."""
+"""on_drop(port, priority, nbytes): called for every drop of a queued or arriving frame. The
+P4 programs do not count these (v1model programs never see a traffic-manager drop); the
+switch reports them in its admin statistics (QueueStats.drops, DirectionStats.tail_drops)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,24 +296,6 @@ class Shaper:
         nbytes = self.qbytes[priority]
         if nbytes > qs.max_depth_bytes:
             qs.max_depth_bytes = nbytes
-        return True
-
-    def bypass(self, data: bytes, priority: int, trimmed: bool = False, ecn: bool = False) -> bool:
-        """Fast path of an unshaped, idle link: count the frame as sent and return True (the
-        caller hands it to the socket at once), or return False (the caller must enqueue)."""
-        if not self.direct or self.backlog or self.inflight or not 0 <= priority < self.nqueues:
-            return False
-        size = len(data)
-        st = self.stats
-        qs = st.queues[priority]
-        qs.packets += 1
-        qs.bytes += size
-        if trimmed:
-            qs.trims += 1
-        if ecn:
-            qs.ecn_marks += 1
-        st.packets += 1
-        st.bytes += size
         return True
 
     def _transmit(self, now: float) -> None:

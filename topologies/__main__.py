@@ -12,6 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from common.units import format_duration, format_rate
 from topologies.addressing import host_gid, locator, usid_of
 from topologies.evlayout import LayoutError, ev_layout
 from topologies.loader import TopologyError, available, load
@@ -19,7 +20,6 @@ from topologies.model import FabricKind, PathMode, Topology
 from topologies.paths import base_rtt
 from topologies.routes import switch_tables
 from topologies.trace import TraceError, trace
-from topologies.units import format_duration, format_rate
 
 
 def summary(topo: Topology) -> str:

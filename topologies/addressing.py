@@ -129,17 +129,6 @@ def locators(topo: Topology, switch: str) -> list[ipaddress.IPv6Network]:
     return [ipaddress.IPv6Network((block | (u << 80), 48)) for u in (a.usid, *a.aliases)]
 
 
-def usid_container(block: int, usids: list[int]) -> ipaddress.IPv6Address:
-    """Destination address ``block:u1:u2:...`` (zero filled), as RFC 9800 NEXT-C-SID."""
-    if len(usids) > 6:
-        raise AddressError("at most 6 uSIDs fit a 128-bit container")
-    value = block
-    for u in usids:
-        value = (value << 16) | u
-    value <<= 16 * (6 - len(usids))
-    return ipaddress.IPv6Address(value)
-
-
 @cache
 def down_cones(topo: Topology) -> dict[str, frozenset[str]]:
     """Per switch: the host ports ('host:port') it reaches going only down tiers."""

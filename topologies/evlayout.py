@@ -6,7 +6,7 @@ aggregation) its uplink or, at the top, the downlink into the destination pod, a
 Field ``T<t>`` of the EV holds the index of the next hop chosen at tier t. Fields are packed
 from the EV's most significant bit (T0 first), each ``ceil(log2(max fan-out))`` bits wide;
 the EV is 32 bits in Structured-EV mode (high 16 bits in the flow label, low 16 in the UDP
-source port, see hosts/wire/ev.py) and 16 bits in SRv6 mode (UDP source port). Bits after the
+source port, see hosts/wire/ev_placement.py) and 16 bits in SRv6 mode (UDP source port). Bits after the
 fields are free entropy. A switch maps field value v to next hop ``v mod n``; EV generators
 may keep each field below the fan-out. In SRv6 mode a group of n switches that is not a power
 of two answers to alias uSIDs (addressing.py), so value v also selects index v mod n there,
@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
+from common.evbits import UsidSlot, UsidTemplate, ev_subfield, ev_with_subfield
 from topologies.addressing import AddressError, usid_block, usid_of
 from topologies.model import Topology
 from topologies.paths import attached_switch, next_hops
@@ -54,13 +55,13 @@ class EvField:
         return (1 << self.width) - 1
 
     def extract(self, ev: int, total_bits: int) -> int:
-        return (ev >> self.shift(total_bits)) & self.mask
+        return ev_subfield(ev, self.msb_offset, self.width, total_bits)
 
     def insert(self, ev: int, value: int, total_bits: int) -> int:
-        if not 0 <= value <= self.mask:
-            raise ValueError(f"T{self.tier} value {value} does not fit {self.width} bits")
-        shift = self.shift(total_bits)
-        return (ev & ~(self.mask << shift)) | (value << shift)
+        try:
+            return ev_with_subfield(ev, self.msb_offset, self.width, value, total_bits)
+        except ValueError as exc:
+            raise ValueError(f"T{self.tier}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,33 +135,9 @@ def ev_layout(topo: Topology) -> EvLayout:
     return EvLayout(tuple(fields))
 
 
-@dataclass(frozen=True, slots=True)
-class UsidSlotSpec:
-    """One uSID of a template: ``base | ((ev >> ev_shift) & (2**ev_width - 1))``.
-
-    Same meaning as hosts.wire.ev.UsidSlot (usid_shift 0); ``tier`` is informational.
-    """
-
-    base: int
-    ev_shift: int
-    ev_width: int
-    tier: int
-
-
-@dataclass(frozen=True, slots=True)
-class UsidTemplateSpec:
-    """Per (plane, source host, destination host): block + slots. No slots = plain IPv6."""
-
-    block: int
-    slots: tuple[UsidSlotSpec, ...]
-
-    def usids(self, ev: int) -> list[int]:
-        return [s.base | ((ev >> s.ev_shift) & ((1 << s.ev_width) - 1)) for s in self.slots]
-
-
 def _slots_from(
     topo: Topology, plane: int, dst: str, sw: str, layout: EvLayout
-) -> tuple[UsidSlotSpec, ...]:
+) -> tuple[UsidSlot, ...]:
     table = next_hops(topo, plane, dst)
     if sw == dst or sw not in table:
         return ()
@@ -183,7 +160,7 @@ def _slots_from(
             "group, so an SRv6 template cannot name them by EV bits"
         )
     base = assign[0].usid & ~((1 << 6) - 1)
-    slot = UsidSlotSpec(base, fld.shift(SRV6_EV_BITS), fld.width, fld.tier)
+    slot = UsidSlot(base, ev_shift=fld.shift(SRV6_EV_BITS), ev_width=fld.width)
     tails = {_slots_from(topo, plane, dst, h.peer, layout) for h in hops}
     if len(tails) != 1:
         raise LayoutError(
@@ -194,11 +171,15 @@ def _slots_from(
 
 
 @cache
-def srv6_template(topo: Topology, plane: int, src: str, dst: str) -> UsidTemplateSpec:
-    """The uSID template a host uses to reach ``dst`` through plane ``plane``."""
+def srv6_template(topo: Topology, plane: int, src: str, dst: str) -> UsidTemplate:
+    """The uSID template a host uses to reach ``dst`` through plane ``plane``.
+
+    Its slots name, per choice point on the way, the uSID group of the candidates or'ed with
+    the EV field of that tier; no slots means the destination shares the source's leaf.
+    """
     layout = ev_layout(topo)
     first, _ = attached_switch(topo, src, plane)
     slots = _slots_from(topo, plane, dst, first, layout)
     if len(slots) > 6:
         raise LayoutError(f"{src} -> {dst}: {len(slots)} uSIDs do not fit one container")
-    return UsidTemplateSpec(usid_block(topo, plane), slots)
+    return UsidTemplate(usid_block(topo, plane), slots)

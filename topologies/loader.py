@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 import yaml
 
 from common.classes import DEFAULT_CLASSES, ClassMap, TrafficClass
+from common.units import parse_duration, parse_rate, parse_ratio, parse_size
 from topologies.model import (
     Addressing,
     Endpoint,
-    Fabric,
     FabricKind,
+    FabricSpec,
     Link,
     LinkParams,
     Node,
@@ -32,7 +33,6 @@ from topologies.model import (
     Thresholds,
     Topology,
 )
-from topologies.units import parse_duration, parse_rate, parse_ratio, parse_size
 
 TOPOLOGY_DIR = Path(__file__).resolve().parent
 MAX_PLANES = 32  # port_status_mask of an endpoint operation has one bit per port
@@ -176,7 +176,7 @@ def _choice(enum_type: type[T]) -> Callable[[object], T]:
     return parse
 
 
-def _fabric(errors: _Errors, data: object) -> Fabric | None:
+def _fabric(errors: _Errors, data: object) -> FabricSpec | None:
     if not isinstance(data, Mapping):
         errors.add("fabric", "missing or not a mapping (needs at least 'kind' and 'planes')")
         return None
@@ -207,7 +207,7 @@ def _fabric(errors: _Errors, data: object) -> Fabric | None:
     if len(errors.items) > before or None in (kind, planes, mode, mtu):
         return None
     assert kind is not None and planes is not None and mode is not None and mtu is not None
-    return Fabric(
+    return FabricSpec(
         kind=kind,
         planes=planes,
         path_mode=mode,
@@ -367,7 +367,7 @@ def _node_entries(errors: _Errors, data: Mapping[str, Any], key: str) -> list[di
     return out
 
 
-def _nodes(errors: _Errors, data: Mapping[str, Any], fabric: Fabric | None) -> dict[str, Node]:
+def _nodes(errors: _Errors, data: Mapping[str, Any], fabric: FabricSpec | None) -> dict[str, Node]:
     nodes: dict[str, Node] = {}
     planes = fabric.planes if fabric else MAX_PLANES
     circuit = fabric is not None and fabric.kind == FabricKind.CIRCUIT
@@ -450,7 +450,7 @@ def _links(
     data: object,
     nodes: Mapping[str, Node],
     defaults: LinkParams | None,
-    fabric: Fabric | None,
+    fabric: FabricSpec | None,
 ) -> list[Link]:
     if not isinstance(data, list) or not data:
         errors.add("links", "missing or empty list of links")
@@ -493,7 +493,7 @@ def _links(
 
 
 def _check_packet_fabric(
-    errors: _Errors, fabric: Fabric, nodes: Mapping[str, Node], links: list[Link]
+    errors: _Errors, fabric: FabricSpec, nodes: Mapping[str, Node], links: list[Link]
 ) -> None:
     hosts = [n for n in nodes.values() if n.kind == NodeKind.HOST]
     switches = [n for n in nodes.values() if n.kind == NodeKind.SWITCH]
@@ -582,7 +582,7 @@ def _check_packet_fabric(
 
 
 def _check_circuit_fabric(
-    errors: _Errors, fabric: Fabric, nodes: Mapping[str, Node], links: list[Link]
+    errors: _Errors, fabric: FabricSpec, nodes: Mapping[str, Node], links: list[Link]
 ) -> None:
     assert fabric.ocs is not None
     gpus = [n for n in nodes.values() if n.kind == NodeKind.GPU]

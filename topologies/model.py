@@ -88,10 +88,6 @@ class Node:
     plane: int | None = None
     tier: int | None = None
 
-    @property
-    def is_switch(self) -> bool:
-        return self.kind in (NodeKind.SWITCH, NodeKind.OCS)
-
 
 @dataclass(frozen=True, slots=True)
 class Addressing:
@@ -115,7 +111,9 @@ class OcsConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Fabric:
+class FabricSpec:
+    """The `fabric:` section of a topology file: kind, planes, path mode, MTU, classes, ..."""
+
     kind: FabricKind
     planes: int
     path_mode: PathMode
@@ -137,7 +135,7 @@ class Topology:
     name: str
     description: str
     source: str  # file the topology came from (for error messages)
-    fabric: Fabric
+    fabric: FabricSpec
     nodes: tuple[Node, ...]
     links: tuple[Link, ...]
     _by_name: dict[str, Node] = field(default_factory=dict, repr=False, compare=False)

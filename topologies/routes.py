@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from functools import cache
 
-from common.classes import TrafficClass
+from common.classes import DscpClass, TrafficClass, dscp_classes
 from common.p4schema.mrc_switch import THRESHOLD_BITS
 from topologies.addressing import host_gid, locator, locators, mac, usid_of
 from topologies.evlayout import STEV_BITS, EvLayout, ev_layout
@@ -35,8 +35,6 @@ from topologies.paths import Hop, base_rtt, next_hops
 
 THRESHOLD_MAX = (1 << THRESHOLD_BITS) - 1  # widest value set_port_params takes (bytes)
 DISABLED = 0  # a set_port_params threshold of 0 never fires
-CLASS_IDS = {cls: i for i, cls in enumerate(TrafficClass)}
-TRIMMABLE = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +80,7 @@ class UsidEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class PortConfig:
+class EgressPortConfig:
     ecn_threshold_bytes: int  # bytes queued at or above which ECT packets get CE; 0 = disabled
     trim_threshold_bytes: int  # bytes queued at or above which trimmable packets are trimmed
     last_hop: bool  # port faces a host: the pipeline never marks ECN here
@@ -91,15 +89,6 @@ class PortConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class DscpClass:
-    dscp: int
-    traffic_class: TrafficClass
-    class_id: int
-    priority: int
-    trimmable: bool
-
-
-@dataclass(frozen=True)
 class SwitchTables:
     switch: str
     plane: int
@@ -111,7 +100,7 @@ class SwitchTables:
     ecmp_groups: dict[int, tuple[NextHop, ...]]
     ev_groups: dict[int, dict[int, NextHop]]
     usid_entries: tuple[UsidEntry, ...]
-    port_config: dict[int, PortConfig]
+    port_config: dict[int, EgressPortConfig]
     dscp_classes: tuple[DscpClass, ...] = field(default=())
 
     def lookup(self, addr: ipaddress.IPv6Address) -> Route | None:
@@ -138,19 +127,12 @@ def _nexthop(topo: Topology, sw: str, hop: Hop) -> NextHop:
     return NextHop(hop.port, mac(topo, sw, hop.port), mac(topo, hop.peer, hop.peer_port), hop.peer)
 
 
-def dscp_classes(topo: Topology) -> tuple[DscpClass, ...]:
-    cm = topo.fabric.classes
-    return tuple(
-        DscpClass(cm.dscp[c], c, CLASS_IDS[c], cm.priority[c], c in TRIMMABLE) for c in TrafficClass
-    )
-
-
 def queue_capacity_bytes(params: LinkParams, mtu: int) -> int:
     """Bytes an egress queue holds before tail drop when filled with MTU packets."""
     return min(params.queue_packets * mtu, params.queue_bytes)
 
 
-def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
+def port_thresholds(topo: Topology, sw: str, port: int) -> EgressPortConfig:
     """Thresholds of one egress port in bytes, from the BDP of its link (rate x base RTT / 8).
 
     ``x`` BDP is ``ceil(x * BDP)`` bytes, at most the queue's byte capacity minus one MTU (so a
@@ -174,11 +156,11 @@ def port_thresholds(topo: Topology, sw: str, port: int) -> PortConfig:
         return max(mtu, min(upper, math.ceil(frac * bdp_bytes)))
 
     if last_hop:
-        return PortConfig(
+        return EgressPortConfig(
             DISABLED, nbytes(th.trim_lasthop_bdp), True,
             cm.dscp[TrafficClass.TRIMMED_LASTHOP], cm.priority[TrafficClass.TRIMMED_LASTHOP],
         )  # fmt: skip
-    return PortConfig(
+    return EgressPortConfig(
         nbytes(th.ecn_bdp), nbytes(th.trim_bdp), False,
         cm.dscp[TrafficClass.TRIMMED], cm.priority[TrafficClass.TRIMMED],
     )  # fmt: skip
@@ -218,7 +200,7 @@ def switch_tables(topo: Topology, mode: PathMode | None = None) -> dict[str, Swi
     mode = mode or topo.fabric.path_mode
     layout = ev_layout(topo) if mode == PathMode.STEV else None
     out: dict[str, SwitchTables] = {}
-    classes = dscp_classes(topo)
+    classes = dscp_classes(topo.fabric.classes)
     for sw_node in topo.switches:
         sw = sw_node.name
         plane, tier = sw_node.plane, sw_node.tier

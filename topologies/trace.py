@@ -10,7 +10,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from topologies.addressing import host_gid, usid_container
+from common.evbits import usid_container
+from topologies.addressing import host_gid
 from topologies.evlayout import srv6_template
 from topologies.model import PathMode, Topology
 from topologies.paths import attached_switch
@@ -45,7 +46,7 @@ def trace(
     if mode == PathMode.SRV6:
         template = srv6_template(topo, plane, src, dst)
         if template.slots:
-            outer = usid_container(template.block, template.usids(ev))
+            outer = ipaddress.IPv6Address(usid_container(template, ev))
     sw, _ = attached_switch(topo, src, plane)
     nodes = [src]
     decap_at = None

@@ -1,7 +1,9 @@
-"""The single definition of the P4 programs' control-plane shape (names, ids, widths).
+"""The P4 programs' control-plane shape (names, ids, widths) as Python data.
 
-The P4Info files under p4/ are generated from it (``python -m common.p4schema.generate``);
-the embedded switch target and the controller read it; p4/*.p4 use the same names.
+The P4Info in use is the one p4c writes (p4/<program>.p4info.txtpb, ``make p4``); this schema
+is checked against it byte for byte in canonical order (tests/unit/test_p4schema.py) and
+against the P4 sources (tests/unit/test_p4schema_source.py). The embedded switch target and
+the controller take names, ids and widths from it.
 """
 
 from common.p4schema import mrc_switch, ocs

@@ -10,11 +10,6 @@ def encode(value: int) -> bytes:
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
 
-def encode_padded(value: int, bitwidth: int) -> bytes:
-    """Byte string padded to the field's full width ((bitwidth + 7) // 8 bytes)."""
-    return value.to_bytes((bitwidth + 7) // 8, "big")
-
-
 def fits(data: bytes, bitwidth: int) -> bool:
     """True when ``data`` is non-empty and its value fits in ``bitwidth`` bits."""
     return bool(data) and int.from_bytes(data, "big") >> bitwidth == 0

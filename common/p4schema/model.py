@@ -3,16 +3,23 @@
 Names are the fully qualified control-plane names p4c gives (``Control.object``); ids follow
 p4c's rule: 8-bit P4Runtime type prefix + the low 24 bits of the Jenkins one-at-a-time hash of
 the name, names hashed in sorted order, collisions resolved by linear probing. Aliases are the
-shortest unique dot-suffix. So the P4Info rendered here is what p4c would emit for p4/*.p4
-(checked by tests/unit/test_p4schema_p4c.py where p4c exists).
+shortest unique dot-suffix. The P4Info in use is the one p4c wrote (``Program.to_p4info``,
+p4/<name>.p4info.txtpb); the schema's own rendering (``render_p4info``) must equal it byte for
+byte in canonical order (tests/unit/test_p4schema.py), so the ids, names and widths the target
+and the controller take from the schema are p4c's.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TypeVar
 
 from p4.config.v1 import p4info_pb2
+
+from common.p4schema import compiled
 
 
 class Prefix(IntEnum):
@@ -56,6 +63,7 @@ class Param:
 class Action:
     name: str
     params: tuple[Param, ...] = ()
+    annotations: tuple[str, ...] = ()  # P4Info preamble annotations p4c writes
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,8 @@ class Program:
     arch: str = "v1model"
     ids: dict[str, int] = field(init=False, compare=False, repr=False)
     aliases: dict[str, str] = field(init=False, compare=False, repr=False)
+    _tables: dict[str, Table] = field(init=False, compare=False, repr=False)
+    _actions: dict[str, Action] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         kinds: list[tuple[Prefix, list[str]]] = [
@@ -140,6 +150,8 @@ class Program:
                 all_names.append(name)
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "aliases", {n: shortest_unique_suffix(n, all_names) for n in all_names})
+        object.__setattr__(self, "_tables", {t.name: t for t in self.tables})
+        object.__setattr__(self, "_actions", {a.name: a for a in self.actions})
         self._check()
 
     def _check(self) -> None:
@@ -155,10 +167,22 @@ class Program:
                 raise ValueError(f"table {t.name}: unknown action profile {t.implementation}")
 
     def id(self, name: str) -> int:
-        return self.ids[name]
+        """The P4Runtime id of any control-plane object; ValueError naming near names."""
+        return _by_name(self.ids, name, "control-plane object", self.name)
+
+    def table(self, name: str) -> Table:
+        return _by_name(self._tables, name, "table", self.name)
+
+    def action(self, name: str) -> Action:
+        return _by_name(self._actions, name, "action", self.name)
 
     def to_p4info(self) -> p4info_pb2.P4Info:
-        """Render the P4Info message (objects in id order, as p4c serialises them)."""
+        """The P4Info p4c wrote for this program (a fresh copy of p4/<name>.p4info.txtpb)."""
+        return compiled.load_p4info(self.name)
+
+    def render_p4info(self) -> p4info_pb2.P4Info:
+        """The P4Info this schema describes, objects in id order; it equals p4c's file in
+        canonical order (common.p4schema.canonical)."""
         info = p4info_pb2.P4Info()
         info.pkg_info.arch = self.arch
         action_by_name = {a.name: a for a in self.actions}
@@ -184,6 +208,7 @@ class Program:
         for a in sorted(self.actions, key=lambda a: self.ids[a.name]):
             pa = info.actions.add()
             self._preamble(pa.preamble, a.name)
+            pa.preamble.annotations.extend(a.annotations)
             for i, p in enumerate(action_by_name[a.name].params, start=1):
                 pa.params.add(id=i, name=p.name, bitwidth=p.bitwidth)
         for ap in sorted(self.action_profiles, key=lambda p: self.ids[p.name]):
@@ -204,12 +229,26 @@ class Program:
             self._preamble(pr.preamble, r.name)
             pr.type_spec.bitstring.bit.bitwidth = r.bitwidth
             pr.size = r.size
+        info.type_info.SetInParent()  # p4c always writes one, empty for these programs
         return info
 
     def _preamble(self, pre: p4info_pb2.Preamble, name: str) -> None:
         pre.id = self.ids[name]
         pre.name = name
         pre.alias = self.aliases[name]
+
+
+_V = TypeVar("_V")
+
+
+def _by_name(index: Mapping[str, _V], name: str, kind: str, program: str) -> _V:
+    """``index[name]``, or a ValueError that names the nearest names (a typo is the usual cause)."""
+    try:
+        return index[name]
+    except KeyError:
+        near = difflib.get_close_matches(name, list(index), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else f" (it has {len(index)})"
+        raise ValueError(f"{program} has no {kind} {name!r}{hint}") from None
 
 
 def jenkins_one_at_a_time(name: str) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from common.classes import DscpClass
 from common.p4schema.model import (
     Action,
     ActionProfile,
@@ -43,7 +44,7 @@ class DropReason(IntEnum):
     NO_ROUTE = 5  # route miss or explicit drop action
     EV_MISS = 6  # structured-EV field value with no uplink entry
     PORT_DOWN = 7  # chosen egress port is down (port_down register)
-    TM_DROP = 8  # traffic-manager tail drop (counted via Pipeline.count_tm_drop)
+    # 8 is unused: traffic-manager tail drops happen outside the program (admin stats)
     USID_ERROR = 9  # SRv6 container exhausted with no segment left to load
 
 
@@ -53,7 +54,7 @@ _PORT = Param("port", 9)
 _NEXTHOP = Action("MrcIngress.set_nexthop", (_PORT, Param("smac", 48), Param("dmac", 48)))
 
 ACTIONS = (
-    Action("NoAction"),
+    Action("NoAction", annotations=('@noWarn("unused")',)),  # as core.p4 declares it
     Action("MrcIngress.drop"),
     _NEXTHOP,
     Action("MrcIngress.route_ecmp", (Param("group", 16),)),
@@ -107,9 +108,8 @@ TABLES = (
     Table(
         "MrcIngress.ecmp",
         (MatchField("meta.next_group", 16, "exact"),),
-        (ActionRef("MrcIngress.set_nexthop"), ActionRef("MrcIngress.drop")),
+        (ActionRef("MrcIngress.set_nexthop"), ActionRef("MrcIngress.drop"), _DEFAULT_ONLY_NOACTION),
         size=1024,
-        default_action="MrcIngress.drop",
         implementation="MrcIngress.ecmp_selector",
         selector_fields=(
             "hdr.ipv6.src_addr",
@@ -150,7 +150,6 @@ COUNTERS = (
     Counter("MrcEgress.tx_port_queue", PORT_CELLS),
     Counter("MrcEgress.trim_port_queue", PORT_CELLS),
     Counter("MrcEgress.ecn_port_queue", PORT_CELLS),
-    Counter("MrcEgress.drop_port_queue", PORT_CELLS),
 )
 
 REGISTERS = (
@@ -166,3 +165,19 @@ PROGRAM = Program(
     counters=COUNTERS,
     registers=REGISTERS,
 )
+
+
+def dscp_class_write(
+    row: DscpClass,
+) -> tuple[str, dict[str, int | tuple[int, int]], str, dict[str, int]]:
+    """(table, match, action, params) that installs one DSCP classification row.
+
+    The one definition of the ``dscp_class`` entry: the controller's table programs and the
+    test and benchmark labs all write the rows of common.classes.dscp_classes through it.
+    """
+    return (
+        "MrcIngress.dscp_class",
+        {"meta.dscp": row.dscp},
+        "MrcIngress.set_class",
+        {"class_id": row.class_id, "priority": row.priority, "trimmable": int(row.trimmable)},
+    )

@@ -1,8 +1,9 @@
 """Control-plane shape of p4/ocs.p4 (optical circuit switch: a port cross-connect).
 
-``OcsIngress.dark_until`` holds, per port, the ingress timestamp (microseconds of the switch's
-clock) until which the port is dark; the embedded target sets it for every port a
-cross_connect write touches to now + ``OcsIngress.reconfig_delay_us[0]`` (see docs/switch.md).
+Reconfiguration is controller-driven, drop then connect: the entries of the input ports whose
+circuit changes are first set to ``OcsIngress.dark`` (frames dropped, counted in
+``OcsIngress.dark_drops[in_port]``), then, after the reconfiguration delay, to
+``OcsIngress.connect(port)`` or deleted (docs/switch.md has the exact protocol).
 """
 
 from __future__ import annotations
@@ -14,23 +15,22 @@ from common.p4schema.model import (
     MatchField,
     Param,
     Program,
-    Register,
     Table,
 )
 
 PORTS = 512
 
 ACTIONS = (
-    Action("NoAction"),
     Action("OcsIngress.drop"),
     Action("OcsIngress.connect", (Param("port", 9),)),
+    Action("OcsIngress.dark"),
 )
 
 TABLES = (
     Table(
         "OcsIngress.cross_connect",
         (MatchField("standard_metadata.ingress_port", 9, "exact"),),
-        (ActionRef("OcsIngress.connect"), ActionRef("OcsIngress.drop")),
+        (ActionRef("OcsIngress.connect"), ActionRef("OcsIngress.dark"), ActionRef("OcsIngress.drop")),
         size=PORTS,
         default_action="OcsIngress.drop",
     ),
@@ -42,15 +42,9 @@ COUNTERS = (
     Counter("OcsEgress.tx_port", PORTS),
 )
 
-REGISTERS = (
-    Register("OcsIngress.dark_until", PORTS, 48),
-    Register("OcsIngress.reconfig_delay_us", 1, 32),
-)
-
 PROGRAM = Program(
     name="ocs",
     actions=ACTIONS,
     tables=TABLES,
     counters=COUNTERS,
-    registers=REGISTERS,
 )

@@ -9,7 +9,7 @@ import sys
 from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
 
 from .engine import Result, Synthesizer
-from .model import HarvestError, Params, Topology
+from .model import CircuitTopology, HarvestError, Params
 from .units import fmt_bytes, fmt_time, parse_amount, parse_time
 
 
@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def params_from(args: argparse.Namespace, alpha_r: float = 0.0) -> Params:
     p = Params(
         degree=args.degree,
-        bandwidth_bps=parse_amount(args.bandwidth, r"bps|b/s|bit/s", "bandwidth"),
+        bandwidth_bps=parse_amount(args.bandwidth, "bps", "bandwidth"),
         alpha=parse_time(args.alpha, "alpha"),
         delta=parse_time(args.delta, "delta"),
         alpha_r=alpha_r,
@@ -61,7 +61,7 @@ def params_from(args: argparse.Namespace, alpha_r: float = 0.0) -> Params:
     return p
 
 
-def describe(topo: Topology) -> str:
+def describe(topo: CircuitTopology) -> str:
     if topo.kind == "circulant":
         return "circulant u->u+g, g in {" + ",".join(map(str, topo.gens)) + "}"
     if topo.kind == "local":

@@ -12,11 +12,11 @@ from common.collectives import Collective
 
 from .dp import plan
 from .model import (
+    CircuitTopology,
     Evaluation,
     HarvestError,
     Params,
     StepDemand,
-    Topology,
     best_point,
     demands_of,
 )
@@ -44,7 +44,7 @@ class StepReport:
 class Interval:
     first: int  # 1-based, inclusive
     last: int
-    topology: Topology
+    topology: CircuitTopology
     method: str
     proven: bool
     cost_s: float

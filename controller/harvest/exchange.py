@@ -22,7 +22,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .model import Evaluation, Params, Pattern, StepDemand, Topology, step_time
+from .model import CircuitTopology, Evaluation, Params, Pattern, StepDemand, step_time
 
 EXHAUSTIVE_ORBIT = 8
 
@@ -60,7 +60,7 @@ def _longest_routes(order: Sequence[int], n: int, peers: Sequence[np.ndarray]) -
 
 
 def solve(n: int, steps: Sequence[StepDemand], p: Params
-          ) -> tuple[Topology, tuple[Evaluation, ...], float, float, bool] | None:
+          ) -> tuple[CircuitTopology, tuple[Evaluation, ...], float, float, bool] | None:
     """(topology, evaluations, cost, lower bound, proven), or None when orbits differ in size."""
     patterns = tuple(dict.fromkeys(st.pattern for st in steps))
     orbits = _orbits(n, patterns)
@@ -88,7 +88,7 @@ def solve(n: int, steps: Sequence[StepDemand], p: Params
             return None
         for i, u in enumerate(mapped):
             succ[(u, mapped[(i + 1) % k])] = 1
-    topo = Topology.from_counts(n, succ)
+    topo = CircuitTopology.from_counts(n, succ)
     # Every orbit is the same cycle up to rotation: theta = 2/k, hops from the first orbit.
     hops = dict(zip(patterns, _longest_routes(best, n, arrays)))
     evals = tuple(Evaluation(2.0 / k, hops[st.pattern]) for st in steps)

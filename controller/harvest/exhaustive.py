@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .model import Evaluation, Params, Pattern, StepDemand, Topology
+from .model import CircuitTopology, Evaluation, Params, Pattern, StepDemand
 
 MAX_N = 8  # 14833 derangements; n = 9 would be 133496
 
@@ -62,7 +62,7 @@ class DerangementTable:
         return theta, hops
 
     def best(self, steps: Sequence[StepDemand], p: Params
-             ) -> tuple[Topology, tuple[Evaluation, ...], float]:
+             ) -> tuple[CircuitTopology, tuple[Evaluation, ...], float]:
         total = np.zeros(len(self.perms))
         for st in steps:
             theta, hops = self.evaluate(st.pattern)
@@ -73,7 +73,7 @@ class DerangementTable:
             total += p.alpha + p.delta * hops + transfer
         i = int(np.argmin(total))
         sigma = self.perms[i]
-        topo = Topology.from_counts(self.n, {(u, int(sigma[u])): 1 for u in range(self.n)})
+        topo = CircuitTopology.from_counts(self.n, {(u, int(sigma[u])): 1 for u in range(self.n)})
         evals = tuple(
             Evaluation(float(self.evaluate(st.pattern)[0][i]), int(self.evaluate(st.pattern)[1][i]))
             for st in steps)

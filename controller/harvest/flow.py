@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
-from .model import Evaluation, HarvestError, Pattern, Topology
+from .model import CircuitTopology, Evaluation, HarvestError, Pattern
 
 REL_TOL = 1e-7
 
@@ -79,7 +79,7 @@ def _maximise_theta(
     return _solve(c, rows, cols, vals, r + 1, np.array(eq_mask), np.array(rhs), n_vars)
 
 
-def max_concurrent_flow(topo: Topology, pattern: Pattern) -> float:
+def max_concurrent_flow(topo: CircuitTopology, pattern: Pattern) -> float:
     """theta(G, M) by the edge-flow LP."""
     edges = [(u, v, c) for u, v, c in topo.edges if c > 0]
     n = topo.n
@@ -125,7 +125,7 @@ def max_concurrent_flow(topo: Topology, pattern: Pattern) -> float:
     return _maximise_theta(rows, cols, vals, r, eq_mask, rhs, n_vars, th, total)
 
 
-def hop_limited_flow(topo: Topology, pattern: Pattern, max_hops: int) -> float:
+def hop_limited_flow(topo: CircuitTopology, pattern: Pattern, max_hops: int) -> float:
     """theta_L: maximum concurrent flow using only routes of at most ``max_hops`` hops."""
     edges = [(u, v, c) for u, v, c in topo.edges if c > 0]
     n = topo.n
@@ -211,7 +211,7 @@ def hop_limited_flow(topo: Topology, pattern: Pattern, max_hops: int) -> float:
     return _maximise_theta(rows, cols, vals, r, eq_mask, rhs, n_vars, th, total)
 
 
-def shortest_hops(topo: Topology, pattern: Pattern) -> int | None:
+def shortest_hops(topo: CircuitTopology, pattern: Pattern) -> int | None:
     """Largest BFS distance over the demand pairs (None if some pair is unreachable)."""
     adj: dict[int, list[int]] = {}
     for u, v, c in topo.edges:
@@ -234,7 +234,7 @@ def shortest_hops(topo: Topology, pattern: Pattern) -> int | None:
     return worst
 
 
-def evaluate_lp(topo: Topology, pattern: Pattern) -> Evaluation:
+def evaluate_lp(topo: CircuitTopology, pattern: Pattern) -> Evaluation:
     """Exact theta_L for every useful hop limit L: one flow LP plus one layered LP per L."""
     lo = shortest_hops(topo, pattern)
     if lo is None:

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .model import HarvestError, Params, Pattern, StepDemand, Topology
+from .model import CircuitTopology, HarvestError, Params, Pattern, StepDemand
 
 
 @dataclass(frozen=True)
 class ConicResult:
-    topology: Topology | None
+    topology: CircuitTopology | None
     lower_bound: float  # SCIP dual bound on sum over the steps of delta*hops + transfer
     solved: bool  # SCIP proved optimality (gap 0 within its tolerances)
     seconds: float
@@ -47,7 +47,7 @@ def solve_interval(
     steps: Sequence[StepDemand],
     params: Params,
     time_limit: float = 60.0,
-    hint: Topology | None = None,
+    hint: CircuitTopology | None = None,
     cutoff: float | None = None,
 ) -> ConicResult:
     """``cutoff``: a known achievable objective (excl. alpha); SCIP prunes anything worse."""
@@ -142,16 +142,16 @@ def solve_interval(
     m.optimize()
     status = m.getStatus()
     seconds = time.perf_counter() - t0
-    topo: Topology | None = None
+    topo: CircuitTopology | None = None
     if m.getNSols() > 0:
         sol = m.getBestSol()
         counts = {e: round(m.getSolVal(sol, x[e])) for e in arcs}
-        topo = Topology.from_counts(n, {e: c for e, c in counts.items() if c > 0})
+        topo = CircuitTopology.from_counts(n, {e: c for e, c in counts.items() if c > 0})
     lb = float(m.getDualbound())
     return ConicResult(topo, lb, status == "optimal", seconds, status)
 
 
-def _add_hint(m: Any, x: dict[tuple[int, int], Any], hint: Topology) -> None:
+def _add_hint(m: Any, x: dict[tuple[int, int], Any], hint: CircuitTopology) -> None:
     """Offer a known topology as a partial start; SCIP completes the flows or discards it."""
     counts = hint.counts()
     sol = m.createPartialSol()

@@ -115,7 +115,7 @@ def demands_of(coll: Collective, message_bytes: float) -> list[StepDemand]:
 
 
 @dataclass(frozen=True)
-class Topology:
+class CircuitTopology:
     """Directed multigraph on n ranks: edges[(u, v)] = number of circuits u -> v.
 
     ``kind``/``gens`` describe structured candidates so fast evaluators can be used: "circulant"
@@ -131,27 +131,27 @@ class Topology:
     @staticmethod
     def from_counts(
         n: int, counts: dict[tuple[int, int], int], kind: str = "matrix", gens: Sequence[int] = ()
-    ) -> Topology:
+    ) -> CircuitTopology:
         edges = tuple(sorted((u, v, c) for (u, v), c in counts.items() if c > 0))
-        return Topology(n, edges, kind, tuple(gens))
+        return CircuitTopology(n, edges, kind, tuple(gens))
 
     @staticmethod
-    def circulant(n: int, gens: Sequence[int]) -> Topology:
+    def circulant(n: int, gens: Sequence[int]) -> CircuitTopology:
         counts: dict[tuple[int, int], int] = {}
         for g in gens:
             for u in range(n):
                 key = (u, (u + g) % n)
                 counts[key] = counts.get(key, 0) + 1
-        return Topology.from_counts(n, counts, "circulant", tuple(sorted(g % n for g in gens)))
+        return CircuitTopology.from_counts(n, counts, "circulant", tuple(sorted(g % n for g in gens)))
 
     @staticmethod
-    def local(n: int, gens: Sequence[int]) -> Topology:
+    def local(n: int, gens: Sequence[int]) -> CircuitTopology:
         counts: dict[tuple[int, int], int] = {}
         for h in gens:
             for u in range(n):
                 key = (u, (u + h) % n if u % 2 == 0 else (u - h) % n)
                 counts[key] = counts.get(key, 0) + 1
-        return Topology.from_counts(n, counts, "local", tuple(sorted(h % n for h in gens)))
+        return CircuitTopology.from_counts(n, counts, "local", tuple(sorted(h % n for h in gens)))
 
     def counts(self) -> dict[tuple[int, int], int]:
         return {(u, v): c for u, v, c in self.edges}

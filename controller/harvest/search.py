@@ -18,7 +18,7 @@ from common.collectives import is_power_of_two
 from . import bounds, exchange, exhaustive, misocp
 from .circulant import shift_on_circulant, swing_on_local
 from .flow import evaluate_lp
-from .model import Evaluation, HarvestError, Params, Pattern, StepDemand, Topology, step_time
+from .model import CircuitTopology, Evaluation, HarvestError, Params, Pattern, StepDemand, step_time
 from .unipath import evaluate_unipath, successors
 
 LP_MAX_N = 64  # general LP evaluation beyond this size is too slow to be useful
@@ -27,7 +27,7 @@ PROOF_RTOL = 1e-6
 
 @dataclass(frozen=True)
 class IntervalSolution:
-    topology: Topology | None
+    topology: CircuitTopology | None
     evals: tuple[Evaluation, ...]
     cost: float  # sum of step times of the interval on ``topology`` (inf if none)
     lower_bound: float
@@ -41,7 +41,7 @@ class Evaluator:
     def __init__(self) -> None:
         self._cache: dict[tuple[object, Pattern], Evaluation] = {}
 
-    def __call__(self, topo: Topology, pat: Pattern) -> Evaluation:
+    def __call__(self, topo: CircuitTopology, pat: Pattern) -> Evaluation:
         key: object = (topo.kind, topo.gens) if topo.kind != "matrix" else topo.edges
         hit = self._cache.get((key, pat))
         if hit is None:
@@ -50,7 +50,7 @@ class Evaluator:
         return hit
 
     @staticmethod
-    def _evaluate(topo: Topology, pat: Pattern) -> Evaluation:
+    def _evaluate(topo: CircuitTopology, pat: Pattern) -> Evaluation:
         kind, value = pat.shape
         distinct = len(set(topo.gens))
         if topo.kind == "circulant" and kind == "shift" and distinct <= 2:
@@ -79,13 +79,13 @@ def trivial_lower_bound(steps: Sequence[StepDemand], p: Params) -> float:
     return sum(step_time(Evaluation(float(p.degree), 1), st.volume_bytes, p) for st in steps)
 
 
-def direct_topology(pat: Pattern, d: int) -> Topology:
+def direct_topology(pat: Pattern, d: int) -> CircuitTopology:
     kind, value = pat.shape
     if kind == "shift":
-        return Topology.circulant(pat.n, [value] * d)
+        return CircuitTopology.circulant(pat.n, [value] * d)
     if kind == "swing":
-        return Topology.local(pat.n, [value] * d)
-    return Topology.from_counts(pat.n, {(u, v): d for u, v in pat.pairs})
+        return CircuitTopology.local(pat.n, [value] * d)
+    return CircuitTopology.from_counts(pat.n, {(u, v): d for u, v in pat.pairs})
 
 
 def rd_theorem_applies(n: int, patterns: Sequence[Pattern], d: int) -> bool:
@@ -120,22 +120,22 @@ def structured_candidates(n: int, patterns: Sequence[Pattern], d: int,
 
 
 def candidates(n: int, patterns: Sequence[Pattern], d: int,
-               all_patterns: Sequence[Pattern]) -> list[Topology]:
+               all_patterns: Sequence[Pattern]) -> list[CircuitTopology]:
     """Restricted candidate set (labelled, not claimed optimal unless the bounds meet)."""
     structured = structured_candidates(n, patterns, d, all_patterns)
     if structured is not None:
-        return [Topology.circulant(n, g) if k == "circulant" else Topology.local(n, g)
+        return [CircuitTopology.circulant(n, g) if k == "circulant" else CircuitTopology.local(n, g)
                 for k, g in structured]
-    out: list[Topology] = []
+    out: list[CircuitTopology] = []
     # Unstructured steps: direct matchings of the interval's patterns, their unions, a ring.
-    out.append(Topology.circulant(n, [1] * d))
+    out.append(CircuitTopology.circulant(n, [1] * d))
     mats = [p for p in patterns if p.out_degree_ok()]
     for combo in _multisets(list(range(len(mats))), d):
         counts: dict[tuple[int, int], int] = {}
         for i in combo:
             for u, v in mats[i].pairs:
                 counts[(u, v)] = counts.get((u, v), 0) + 1
-        out.append(Topology.from_counts(n, counts))
+        out.append(CircuitTopology.from_counts(n, counts))
     return out
 
 
@@ -174,11 +174,11 @@ class IntervalSolver:
         self.all_patterns = list(dict.fromkeys(st.pattern for st in self.steps))
         self._cache: dict[tuple[int, int], IntervalSolution] = {}
         self._table: exhaustive.DerangementTable | None = None
-        self._topos: dict[Candidate, Topology] = {}
+        self._topos: dict[Candidate, CircuitTopology] = {}
         self._tables: dict[tuple[Candidate, ...], tuple[
-            list[Topology], list[list[Evaluation]], np.ndarray]] = {}
+            list[CircuitTopology], list[list[Evaluation]], np.ndarray]] = {}
 
-    def _candidates(self, patterns: Sequence[Pattern]) -> list[Topology]:
+    def _candidates(self, patterns: Sequence[Pattern]) -> list[CircuitTopology]:
         """Candidates, with structured topologies built once per solver (n can be 1024)."""
         structured = structured_candidates(self.n, patterns, self.params.degree,
                                            self.all_patterns)
@@ -188,14 +188,14 @@ class IntervalSolver:
         for kind, gens in structured:
             topo = self._topos.get((kind, gens))
             if topo is None:
-                topo = (Topology.circulant(self.n, gens) if kind == "circulant"
-                        else Topology.local(self.n, gens))
+                topo = (CircuitTopology.circulant(self.n, gens) if kind == "circulant"
+                        else CircuitTopology.local(self.n, gens))
                 self._topos[(kind, gens)] = topo
             out.append(topo)
         return out
 
     def _restricted(self, a: int, b: int, patterns: Sequence[Pattern]
-                    ) -> tuple[Topology | None, tuple[Evaluation, ...], float]:
+                    ) -> tuple[CircuitTopology | None, tuple[Evaluation, ...], float]:
         """Best candidate for steps a..b; structured families use one step-time table."""
         structured = structured_candidates(self.n, patterns, self.params.degree,
                                            self.all_patterns)
@@ -228,9 +228,9 @@ class IntervalSolver:
         return self._cache[key]
 
     def _best_of(
-        self, cands: Sequence[Topology], steps: Sequence[StepDemand]
-    ) -> tuple[Topology | None, tuple[Evaluation, ...], float]:
-        best: tuple[Topology | None, tuple[Evaluation, ...], float] = (None, (), math.inf)
+        self, cands: Sequence[CircuitTopology], steps: Sequence[StepDemand]
+    ) -> tuple[CircuitTopology | None, tuple[Evaluation, ...], float]:
+        best: tuple[CircuitTopology | None, tuple[Evaluation, ...], float] = (None, (), math.inf)
         for topo in cands:
             evals = tuple(self.evaluator(topo, st.pattern) for st in steps)
             cost = interval_cost(evals, steps, self.params)
@@ -252,7 +252,7 @@ class IntervalSolver:
             return IntervalSolution(direct, evals, cost, lb, "direct", True)
         if self.method != "exact" and rd_theorem_applies(self.n, patterns, p.degree):
             g = min(pt.shape[1] for pt in patterns)
-            circ = Topology.circulant(self.n, [g])
+            circ = CircuitTopology.circulant(self.n, [g])
             evals = tuple(self.evaluator(circ, st.pattern) for st in steps)
             cost = interval_cost(evals, steps, p)
             return IntervalSolution(circ, evals, cost, cost, "circulant-theorem", True)

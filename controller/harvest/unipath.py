@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
-from .model import Evaluation, Pattern, Topology
+from .model import CircuitTopology, Evaluation, Pattern
 
 
-def successors(topo: Topology) -> tuple[list[int], list[int]] | None:
+def successors(topo: CircuitTopology) -> tuple[list[int], list[int]] | None:
     """(succ, circuits) when every rank has at most one distinct out-neighbour, else None."""
     succ = [-1] * topo.n
     mult = [0] * topo.n
@@ -27,7 +27,7 @@ def successors(topo: Topology) -> tuple[list[int], list[int]] | None:
     return succ, mult
 
 
-def evaluate_unipath(topo: Topology, pattern: Pattern) -> Evaluation:
+def evaluate_unipath(topo: CircuitTopology, pattern: Pattern) -> Evaluation:
     found = successors(topo)
     if found is None:
         raise ValueError("topology has a rank with more than one out-neighbour")

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from common.classes import DEFAULT_CLASSES, ClassMap, TrafficClass
-from hosts.wire import EvMode, UsidSlot, UsidTemplate, ip6, mac
+from common.evbits import UsidSlot, UsidTemplate
+from hosts.wire import EvMode, ip6, mac
 
 
 class ConfigError(ValueError):
@@ -37,7 +38,7 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
-class PortConfig:
+class NicPortConfig:
     ifname: str
     mac: bytes
     gid: bytes
@@ -53,7 +54,7 @@ class AppConfig:
 @dataclass(frozen=True)
 class AgentConfig:
     name: str
-    ports: tuple[PortConfig, ...]
+    ports: tuple[NicPortConfig, ...]
     ev_mode: EvMode = EvMode.ECMP
     srv6_templates: dict[bytes, UsidTemplate] = field(default_factory=dict)
     mtu: int = 4096
@@ -159,7 +160,7 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
         w = f"config.ports[{i}]"
         if not isinstance(p, dict):
             raise ConfigError(f"{w}: must be an object")
-        ports.append(PortConfig(
+        ports.append(NicPortConfig(
             ifname=str(_get(p, "ifname", w)),
             mac=_addr(mac, _get(p, "mac", w), f"{w}.mac"),
             gid=_addr(ip6, _get(p, "gid", w), f"{w}.gid"),

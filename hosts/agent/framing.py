@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from common.classes import ClassMap
+from common.evbits import UsidTemplate, usid_container
 from hosts.agent.config import AgentConfig
 from hosts.transport import RxMeta, TxPacket
 from hosts.wire import (
@@ -25,9 +26,7 @@ from hosts.wire import (
     WireError,
     decode_frame,
     encode_frame,
-    usid_container,
 )
-from hosts.wire.ev import UsidTemplate
 
 ECT0 = 2
 _new = object.__new__

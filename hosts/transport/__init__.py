@@ -10,7 +10,7 @@ from hosts.transport.core import HostCore
 from hosts.transport.ev import FixedRotation, SprayPolicy
 from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.memory import ALL_ACCESS, Access, MemoryRegion
-from hosts.transport.profiles import CcProfile, EvEntry, EvGenSpec, EvProfile, EvProfileMode
+from hosts.transport.profiles import CcProfile, EvEntry, EvProfile, EvProfileMode
 from hosts.transport.types import (
     EXP_CNT_INFINITE,
     AsyncEvent,
@@ -52,7 +52,6 @@ __all__ = [
     "EndpointResponse",
     "EndpointTimeout",
     "EvEntry",
-    "EvGenSpec",
     "EvProfile",
     "EvProfileMode",
     "EvState",

@@ -4,9 +4,10 @@ An EV profile is the universe of entropy values a QP may spray over, each bound 
 NIC port (plane). Three ways to give it (mrc_ctl EV profile modes):
 
 - EXP: an explicit list of (ev, port) entries;
-- GEN: generated from fields {width, init_val, min, max, mask}, ``per_plane`` values per port;
+- GEN: generated from mrc_ctl EV fields (common.evgen), ``per_plane`` distinct values per port
+  (common.evgen.gen_per_port; the controller expands its GEN profiles with the same fields);
 - SRV6: like EXP, plus a per-plane uSID template the agent uses to build the SRv6 path of an EV
-  (hosts.wire.usid_container); the EV still travels in the UDP source port for reflection.
+  (common.evbits.usid_container); the EV still travels in the UDP source port for reflection.
 
 ``active_count`` EVs (0: all) are sprayed over at once; the rest are spares that replace an
 active EV of the same plane when it leaves GOOD. ``ev_min_active`` is the least number of
@@ -19,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from hosts.wire import EvMode, UsidTemplate
+from common.evbits import UsidTemplate
+from common.evgen import DEFAULT_GEN, GenField, gen_per_port
+from hosts.wire import EvMode
 
 
 class EvProfileMode(Enum):
@@ -34,24 +37,13 @@ class EvEntry:
     port: int
 
 
-@dataclass(slots=True, frozen=True)
-class EvGenSpec:
-    """Generated EVs: start at init_val, step by one inside [min, max], apply mask, skip dups."""
-
-    width: int = 16
-    init_val: int = 0x8000
-    min: int = 0x8000
-    max: int = 0xFFFF
-    mask: int = 0xFFFF
-
-
 @dataclass(slots=True)
 class EvProfile:
     profile_id: int
     mode: EvProfileMode = EvProfileMode.GEN
     path_mode: EvMode = EvMode.ECMP
     entries: list[EvEntry] = field(default_factory=list)  # EXP / SRV6
-    gen: EvGenSpec = field(default_factory=EvGenSpec)  # GEN
+    gen: tuple[GenField, ...] = DEFAULT_GEN  # GEN: fields, most significant first
     per_plane: int = 16  # GEN: EVs per port
     planes: int = 1  # GEN: number of ports
     usid_templates: dict[int, UsidTemplate] = field(default_factory=dict)  # SRV6: per plane
@@ -64,25 +56,12 @@ class EvProfile:
         if self.mode in (EvProfileMode.EXP, EvProfileMode.SRV6):
             out = list(self.entries)
         else:
-            out = []
-            g = self.gen
-            span = g.max - g.min + 1
-            if span <= 0:
-                raise ValueError("EV generator: max < min")
-            seen: set[int] = set()
-            val = g.init_val
-            for port in range(self.planes):
-                made = 0
-                tries = 0
-                while made < self.per_plane and tries < span:
-                    ev = (g.min + (val - g.min) % span) & g.mask & ((1 << g.width) - 1)
-                    val += 1
-                    tries += 1
-                    if ev in seen:
-                        continue
-                    seen.add(ev)
-                    out.append(EvEntry(ev, port))
-                    made += 1
+            for i, f in enumerate(self.gen):
+                problem = f.problem()
+                if problem:
+                    raise ValueError(f"EV profile {self.profile_id} field {i}: {problem}")
+            out = [EvEntry(ev, port) for ev, port in gen_per_port(self.gen, self.per_plane,
+                                                                 self.planes)]
         if not out:
             raise ValueError(f"EV profile {self.profile_id} has no EVs")
         return out

@@ -27,7 +27,7 @@ from hosts.transport.types import (
     RxMeta,
     TxPacket,
 )
-from hosts.wire import MrcPacket, Opcode, decode_packet, encode_packet, packet_len
+from hosts.wire import WRITE_OPCODES, MrcPacket, decode_packet, encode_packet, packet_len
 
 # verdicts of a per-packet predicate
 PASS, DROP, TRIM, DUP, MARK = "pass", "drop", "trim", "dup", "mark"
@@ -281,11 +281,4 @@ def connect(
 
 
 def is_data(tx: TxPacket) -> bool:
-    return tx.pkt.bth.opcode in (
-        Opcode.WRITE_FIRST,
-        Opcode.WRITE_MIDDLE,
-        Opcode.WRITE_LAST,
-        Opcode.WRITE_LAST_IMM,
-        Opcode.WRITE_ONLY,
-        Opcode.WRITE_ONLY_IMM,
-    )
+    return tx.pkt.bth.opcode in WRITE_OPCODES

@@ -25,8 +25,8 @@ Functions:
 - The encoder sets ``bth.pad`` and ``bth.tsh`` from the payload and TSETH presence. Integer
   fields are written modulo 2**width.
 - hosts.wire.icrc.compute_icrc: RoCEv2 ICRC (equal to scapy.contrib.roce).
-- EV helpers (hosts.wire.ev): ev_to_fields / fields_to_ev per EvMode, ev_subfield,
-  ev_with_subfield, UsidTemplate / UsidSlot / usid_container / usid_shift / usid_active.
+- EV placement (hosts.wire.ev_placement): ev_to_fields / fields_to_ev per EvMode. EV
+  subfields and uSID templates and containers are common.evbits.
 
 Errors: decoding arbitrary bytes returns a packet or raises WireError (``.reason``,
 ``.offset``); nothing else. Encoding problems raise WireError too.
@@ -62,17 +62,7 @@ from hosts.wire.enums import (
     SackVerdict,
 )
 from hosts.wire.errors import WireError
-from hosts.wire.ev import (
-    UsidSlot,
-    UsidTemplate,
-    ev_subfield,
-    ev_to_fields,
-    ev_with_subfield,
-    fields_to_ev,
-    usid_active,
-    usid_container,
-    usid_shift,
-)
+from hosts.wire.ev_placement import ev_to_fields, fields_to_ev
 from hosts.wire.headers import (
     Aeth,
     Bth,
@@ -117,17 +107,13 @@ __all__ = [
     "Seth",
     "Srv6Outer",
     "Tseth",
-    "UsidSlot",
-    "UsidTemplate",
     "WireError",
     "build_frame",
     "decode_frame",
     "decode_packet",
     "encode_frame",
     "encode_packet",
-    "ev_subfield",
     "ev_to_fields",
-    "ev_with_subfield",
     "fields_to_ev",
     "frame_len",
     "ip6",
@@ -135,7 +121,4 @@ __all__ = [
     "mac",
     "mac_str",
     "packet_len",
-    "usid_active",
-    "usid_container",
-    "usid_shift",
 ]

@@ -60,11 +60,6 @@ def compute_icrc(data: Buffer, ip_off: int, end: int) -> int:
     return crc32(mv[rest:end], crc32(head, _SEED))
 
 
-def write_icrc(buf: bytearray | memoryview, ip_off: int, end: int) -> None:
-    """Compute the ICRC and store it at ``buf[end:end+4]``."""
-    _ICRC.pack_into(buf, end, compute_icrc(buf, ip_off, end))
-
-
 def read_icrc(data: Buffer, end: int) -> int:
     """The ICRC stored at ``data[end:end+4]`` as an integer comparable to compute_icrc."""
     value: int = _ICRC.unpack_from(data, end)[0]

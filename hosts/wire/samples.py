@@ -6,7 +6,9 @@ value so a decoder that mixes fields up is caught.
 
 from __future__ import annotations
 
+from common.evbits import UsidSlot, UsidTemplate, usid_container
 from hosts.wire import (
+    WRITE_OPCODES,
     Aeth,
     Bth,
     CcState,
@@ -27,12 +29,9 @@ from hosts.wire import (
     Seth,
     Srv6Outer,
     Tseth,
-    UsidSlot,
-    UsidTemplate,
     ev_to_fields,
     ip6,
     mac,
-    usid_container,
 )
 
 
@@ -71,14 +70,7 @@ def sample_packets() -> list[MrcPacket]:
     """One packet per opcode, non-default values in every field; Writes with and without TSETH."""
     out: list[MrcPacket] = []
     payload = bytes((i * 7) & 0xFF for i in range(1023))  # odd length: padding 1
-    for op in (
-        Opcode.WRITE_FIRST,
-        Opcode.WRITE_MIDDLE,
-        Opcode.WRITE_LAST,
-        Opcode.WRITE_LAST_IMM,
-        Opcode.WRITE_ONLY,
-        Opcode.WRITE_ONLY_IMM,
-    ):
+    for op in sorted(WRITE_OPCODES):  # opcode order: FIRST, MIDDLE, LAST, LAST_IMM, ONLY, ONLY_IMM
         for ts in (False, True):
             out.append(
                 MrcPacket(

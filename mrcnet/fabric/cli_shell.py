@@ -141,8 +141,8 @@ class FabricCLI(CLI):  # type: ignore[misc]
 
     def do_run(self, line: str) -> None:
         """run WORKLOAD [MRC|RC] [SIZE]: run a verified workload and print its summary."""
+        from common.units import parse_size
         from mrcnet.fabric.results import summary_table
-        from topologies.units import parse_size
 
         args = line.split()
         if not args:

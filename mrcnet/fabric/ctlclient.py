@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import grpc
 
@@ -28,16 +27,6 @@ FMT_PROFILE = 1
 CC_PROFILE = 1
 ENTROPY_VALUES = 8
 ENTROPY_BASE = 0x100
-
-
-@dataclass(frozen=True)
-class EvEventRecord:
-    t: float  # orchestrator clock (time.monotonic) when received
-    host: str
-    qpn: int
-    ev: int
-    port: int  # 1-based
-    state: str  # GOOD | ASSUMED_BAD
 
 
 def ev_array(topo: Topology, mode: PathMode) -> tuple[pb.EvFmtMode, list[int], list[pb.Ev]]:
@@ -100,7 +89,7 @@ class CtlClient:
         """CC profile 1: NSCC scaled to the fabric's fastest link and base RTT (distributed to
         the agents, which store it; the run's QPs keep the fixed window: NSCC is not part of
         the core yet)."""
-        from controller.profiles import nscc_defaults
+        from controller.profile_store import nscc_defaults
         from topologies.paths import base_rtt
 
         rate = max((ln.params.rate_bps for ln in topo.links), default=0.0) or 1e9

@@ -57,11 +57,6 @@ class Arbiter:
     def _primary(self) -> Connection | None:
         return max(self.connections, key=lambda c: c.election_id, default=None)
 
-    def primary_election_id(self) -> int | None:
-        with self.lock:
-            primary = self._primary()
-            return None if primary is None else primary.election_id
-
     def count(self) -> int:
         with self.lock:
             return len(self.connections)

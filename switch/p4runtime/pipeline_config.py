@@ -2,9 +2,11 @@
 
 ``p4_device_config`` is the BMv2 JSON p4c produced with the P4Info; the target compiles it
 (p4json engine) and checks that the P4Info describes it. An empty device config selects a
-program built into this target (mrc_switch, ocs; switch/programs) whose P4Info must equal the
-pushed one (protobuf equality, as generated from common/p4schema). A JSON feature the target
-does not execute, or a P4Info that does not match, is INVALID_ARGUMENT naming it.
+program built into this target (mrc_switch, ocs; their JSON under switch/programs) whose
+content the pushed P4Info must equal (common.p4schema.canonical.program_content: object order
+and documentation-only fields do not matter, so any P4Info p4c writes for the program is
+accepted). A JSON feature the target does not execute, or a P4Info that does not match, is
+INVALID_ARGUMENT naming it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2
 
 from common.p4schema import PROGRAMS
+from common.p4schema.canonical import content_bytes, program_content
 from common.p4schema.model import Program
 from switch.p4json import program as pm
 from switch.p4json.errors import ConfigError
@@ -54,24 +57,30 @@ def describe_mismatch(got: p4info_pb2.P4Info, name: str, want: p4info_pb2.P4Info
 class PipelineConfigStore:
     def __init__(self, pipeline: Pipeline) -> None:
         self.pipeline = pipeline
-        self.builtin = {name: p.to_p4info() for name, p in PROGRAMS.items()}
+        self.builtin = {name: program_content(p.to_p4info()) for name, p in PROGRAMS.items()}
+        self.builtin_bytes = {content_bytes(info): name for name, info in self.builtin.items()}
         self.committed: p4runtime_pb2.ForwardingPipelineConfig | None = None
         self.saved: tuple[Prepared, p4runtime_pb2.ForwardingPipelineConfig] | None = None
 
+    def builtin_program(self, p4info: p4info_pb2.P4Info) -> Program | None:
+        name = self.builtin_bytes.get(content_bytes(p4info))
+        return None if name is None else PROGRAMS[name]
+
     def match(self, p4info: p4info_pb2.P4Info) -> Program:
-        """The built-in program whose P4Info equals ``p4info``."""
-        for name, info in self.builtin.items():
-            if info == p4info:
-                return PROGRAMS[name]
+        """The built-in program whose P4Info content equals ``p4info``'s."""
+        program = self.builtin_program(p4info)
+        if program is not None:
+            return program
+        got = program_content(p4info)
         closest = max(
             self.builtin,
-            key=lambda n: len(set(_names(p4info, "tables")) & set(_names(self.builtin[n], "tables"))),
+            key=lambda n: len(set(_names(got, "tables")) & set(_names(self.builtin[n], "tables"))),
         )
-        detail = describe_mismatch(p4info, closest, self.builtin[closest])
+        detail = describe_mismatch(got, closest, self.builtin[closest])
         raise WriteError(
             code_pb2.INVALID_ARGUMENT,
             "P4Info does not match any program built into this target "
-            f"({', '.join(sorted(self.builtin))}; generated from common/p4schema): {detail} "
+            f"({', '.join(sorted(self.builtin))}; p4/<program>.p4info.txtpb): {detail} "
             "(push the program's BMv2 JSON as p4_device_config to run another one)",
         )
 
@@ -80,8 +89,7 @@ class PipelineConfigStore:
         device = bytes(config.p4_device_config)
         if not device:
             return self.pipeline.prepare(self.match(config.p4info))
-        program = next((PROGRAMS[n] for n, info in self.builtin.items() if info == config.p4info),
-                       None)
+        program = self.builtin_program(config.p4info)
         if program is None:
             try:
                 source = pm.load_program(device)

@@ -65,8 +65,5 @@ class JsonDataPath:
             result.append(eg)
         return result
 
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        self.hooks.count_tm_drop(port, priority, nbytes)
-
     def port_status_changed(self, port: int, up: bool) -> None:
         self.hooks.port_status_changed(port, up)

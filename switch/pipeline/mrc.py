@@ -63,7 +63,6 @@ class MrcDataPath:
         self.tx_queue = state.counter("MrcEgress.tx_port_queue")
         self.trims = state.counter("MrcEgress.trim_port_queue")
         self.ecn_marks = state.counter("MrcEgress.ecn_port_queue")
-        self.queue_drops = state.counter("MrcEgress.drop_port_queue")
         self.port_down = state.register("MrcIngress.port_down")
         self.max_qdepth = state.register("MrcEgress.max_qdepth")
         self.a_drop = p.id("MrcIngress.drop")
@@ -81,10 +80,6 @@ class MrcDataPath:
     def port_status_changed(self, port: int, up: bool) -> None:
         self.port_down.write(port, 0 if up else 1)
         self.selector.rebuild(self.state.port_up)
-
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        self.queue_drops.count(port * 8 + priority, nbytes)
-        self.drops.count(DropReason.TM_DROP, nbytes)
 
     def _drop(self, reason: int, nbytes: int) -> list[EgressPacket]:
         self.drops.count(reason, nbytes)

@@ -44,13 +44,12 @@ class Prepared:
 class Pipeline:
     """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers.
 
-    ``clock`` is the clock ``now`` values given to process() come from (default
-    time.monotonic); program timestamps (ingress_global_timestamp, ...) are its microseconds.
+    Program timestamps (ingress_global_timestamp, ...) are microseconds of the clock the
+    ``now`` values given to process() come from (the switch's time.monotonic).
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.clock = clock
         self.program: Program | None = None
         self.state: ProgramState | None = None
         self.engine: Engine | None = None
@@ -69,7 +68,7 @@ class Pipeline:
                                  "No device config (BMv2 JSON) given for this P4Info")
             source = builtin_json(program.name)
         try:
-            engine = Engine(source, clock=self.clock, origin=0.0, name=program.name)
+            engine = Engine(source, clock=time.monotonic, origin=0.0, name=program.name)
             binding = bind(program, engine)
         except ConfigError as exc:
             raise WriteError(code_pb2.INVALID_ARGUMENT, f"Device config refused: {exc}") from None
@@ -97,7 +96,7 @@ class Pipeline:
                 state = ProgramState.build(program, ready.binding)
             state.port_up = self.port_up
             state.table_hooks.clear()  # hooks belong to the data path built below
-            hooks = TargetHooks(state, engine, self.clock)
+            hooks = TargetHooks(engine)
             datapath = JsonDataPath(engine, hooks)
             for profile in state.profiles.values():
                 profile.rebuild(self.port_up)
@@ -137,12 +136,6 @@ class Pipeline:
     ) -> list[EgressPacket]:
         self.unconfigured_drops += 1
         return []
-
-    def count_tm_drop(self, port: int, priority: int, nbytes: int) -> None:
-        """Count a traffic-manager tail drop on (port, priority) in the program's counters."""
-        with self.lock:
-            if self.datapath is not None:
-                self.datapath.count_tm_drop(port, priority, nbytes)
 
     def set_port_oper_status(self, port: int, up: bool) -> None:
         """Record the physical/admin state of ``port`` (the port_down register, selector

@@ -12,10 +12,11 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.classes import DEFAULT_CLASSES, TrafficClass, dscp_classes
 from common.netns import NetKit
-from controller.p4runtime_client import P4RuntimeClient
-from switch.harness import STOP_MARK, Lab, SwitchProcess
+from common.p4runtime_client import P4RuntimeClient
+from common.p4schema.mrc_switch import dscp_class_write
+from testbed.switch_lab import STOP_MARK, Lab, SwitchProcess
 
 HOST_MAC = "02:00:00:00:00:01"
 SWITCH_MAC = "02:00:00:00:ff:01"
@@ -24,7 +25,6 @@ SEND_LIKE = 0x04  # an opcode without extension headers: BTH only
 TRIM_DSCP = DEFAULT_CLASSES.dscp[TrafficClass.TRIMMED]
 TRIM_PRIO = DEFAULT_CLASSES.priority[TrafficClass.TRIMMED]
 # The pipeline's class ids: the index of each class in TrafficClass order.
-CLASS_IDS = {cls: i for i, cls in enumerate(TrafficClass)}
 
 
 def ip6int(text: str) -> int:
@@ -114,18 +114,9 @@ def route(client: P4RuntimeClient, prefix: str, plen: int, port: int) -> None:
 
 
 def install_classes(client: P4RuntimeClient) -> None:
-    """dscp_class entries of the default MRC class map (TRIMMABLE is the trimmable one)."""
-    for cls in TrafficClass:
-        client.insert(
-            "MrcIngress.dscp_class",
-            {"meta.dscp": DEFAULT_CLASSES.dscp[cls]},
-            "MrcIngress.set_class",
-            {
-                "class_id": CLASS_IDS[cls],
-                "priority": DEFAULT_CLASSES.priority[cls],
-                "trimmable": int(cls == TrafficClass.TRIMMABLE),
-            },
-        )
+    """dscp_class entries of the default MRC class map."""
+    for row in dscp_classes(DEFAULT_CLASSES):
+        client.insert(*dscp_class_write(row))
 
 
 def port_params(

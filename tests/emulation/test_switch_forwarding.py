@@ -15,7 +15,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from common.p4schema.mrc_switch import DropReason
-from switch.harness import Lab
+from testbed.switch_lab import Lab
 from tests.emulation.switch_util import (
     SWITCH_MAC,
     connect,
@@ -82,7 +82,7 @@ def test_ecmp_spreads_flows_over_all_members_and_pins_each_flow(lab: Lab) -> Non
 
 def _ev_route(c: object, prefix: str, shift: int) -> None:
     """Route PREFIX/48 by the 4-bit EV field at ``shift``: value 0 -> port 2, 1 -> port 3."""
-    from controller.p4runtime_client import P4RuntimeClient
+    from common.p4runtime_client import P4RuntimeClient
 
     assert isinstance(c, P4RuntimeClient)
     c.insert(

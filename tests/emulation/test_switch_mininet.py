@@ -73,10 +73,12 @@ def test_start_failure_names_the_log_and_leaves_nothing(run_prefix: str, tmp_pat
     assert not {n for n in _interfaces() if n.startswith(run_prefix)}
 
 
-def test_bmv2_node_reports_missing_binary(run_prefix: str) -> None:
+def test_bmv2_node_reports_missing_binary(
+    run_prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from switch.mininet_nodes import Bmv2Switch, SwitchStartError
 
-    if Bmv2Switch.available():
-        pytest.skip("simple_switch_grpc is installed: covered by topology tests")
+    monkeypatch.setenv("PATH", str(tmp_path))  # a PATH without simple_switch_grpc
+    assert not Bmv2Switch.available()
     with pytest.raises(SwitchStartError, match="simple_switch_grpc is not on PATH"):
         Bmv2Switch(f"{run_prefix}b1", dpid="1")

@@ -17,10 +17,10 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.p4runtime_client import P4RuntimeClient
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
-from controller.p4runtime_client import P4RuntimeClient
-from switch.harness import Lab, SwitchProcess
+from testbed.switch_lab import Lab, SwitchProcess
 from tests.emulation.switch_util import (
     TRIM_DSCP,
     TRIM_PRIO,

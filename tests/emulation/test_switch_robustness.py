@@ -14,11 +14,11 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from common.netns import wait_until
+from common.p4runtime_client import P4RuntimeClient, PortEvent
 from common.p4schema.mrc_switch import DropReason
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
-from controller.p4runtime_client import P4RuntimeClient, PortEvent
-from switch.harness import Lab
+from testbed.switch_lab import Lab
 from tests.emulation.switch_util import (
     HOST_MAC,
     SWITCH_MAC,

@@ -17,7 +17,6 @@ from common.netns import NetKit, wait_until
 from hosts.agent.agent import Agent
 from hosts.agent.apps import DONE_IMM, pattern
 from hosts.agent.config import parse_config
-from hosts.agent.harness import direct_pair, run_transfer
 from hosts.agent.qlog import read_qlog
 from hosts.api import (
     EXP_CNT_INFINITE,
@@ -37,6 +36,7 @@ from hosts.api import (
     init_qp,
     open_device,
 )
+from testbed.host_lab import direct_pair, run_transfer
 
 pytestmark = pytest.mark.emulation
 
@@ -143,7 +143,7 @@ def test_library_use_write_imm_survives_link_flap(run_prefix: str, tmp_path: Pat
 
 
 def test_agent_process_without_apps_runs_until_sigterm(run_prefix: str, tmp_path: Path) -> None:
-    from hosts.agent.harness import spawn_agent
+    from testbed.host_lab import spawn_agent
 
     with NetKit(run_prefix) as kit:
         h1, _h2 = direct_pair(kit)
@@ -159,7 +159,7 @@ def test_agent_process_without_apps_runs_until_sigterm(run_prefix: str, tmp_path
 def test_path_modes_host_to_host(run_prefix: str, tmp_path: Path, ev_mode: str) -> None:
     """The EV travels in the flow label (structured) or an SRv6 uSID container is the outer
     destination (srv6); the receiving agent reads the inner header either way."""
-    from hosts.agent.harness import host_gid
+    from testbed.host_lab import host_gid
 
     size = 4 * MiB
     tmpl = {"block": "0xfc000000", "slots": [{"base": 0x100, "ev_shift": 0, "ev_width": 4}]}

@@ -16,7 +16,7 @@ import pytest
 
 from common.netns import NetKit, wait_until
 from hosts.agent.apps import DONE_IMM, pattern
-from hosts.agent.harness import SwitchHandle, run_transfer, switch_star
+from testbed.host_lab import SwitchHandle, run_transfer, switch_star
 
 pytestmark = pytest.mark.emulation
 

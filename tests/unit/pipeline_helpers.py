@@ -106,7 +106,7 @@ def add_ecmp_group(state: ProgramState, group: int, ports: list[int],
 
 
 def mrc_pipeline() -> tuple[Pipeline, ProgramState]:
-    pipe = Pipeline(clock=lambda: 0.0)
+    pipe = Pipeline()
     state = pipe.commit(MRC)
     return pipe, state
 

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.evbits import usid_container
 from hosts.agent.config import ConfigError, load_config, parse_config
 from hosts.agent.linkmon import IFF_LOWER_UP, IFF_UP, RTM_DELLINK, RTM_NEWLINK, parse_link_messages
 from hosts.agent.qlog import QlogWriter, read_qlog
-from hosts.wire import EvMode, usid_container
+from hosts.wire import EvMode
 
 
 def _base() -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.evbits import usid_container
 from common.netns import wait_until
 from hosts.agent.agent import Agent
 from hosts.agent.config import AgentConfig, parse_config
@@ -55,7 +56,6 @@ from hosts.wire import (
     build_frame,
     decode_frame,
     fields_to_ev,
-    usid_container,
 )
 
 WINDOW = 32

@@ -5,6 +5,7 @@ exactly the path topologies.trace predicts (ECMP, Structured EV, SRv6)."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import itertools
 import re
 import struct
@@ -16,11 +17,12 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from controller.p4runtime_client import P4RuntimeClient
+from common.evbits import usid_container
+from common.p4runtime_client import P4RuntimeClient
 from controller.programming import ProgramError, TableWrite, apply, check, program_for
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import EgressPacket, Pipeline
-from topologies.addressing import host_gid, mac, usid_container
+from topologies.addressing import host_gid, mac
 from topologies.evlayout import srv6_template
 from topologies.loader import load
 from topologies.model import NodeKind, PathMode, Topology
@@ -134,7 +136,7 @@ def test_port_config_thresholds_are_bytes_end_to_end() -> None:
         server.stop()
 
 
-class Fabric:
+class PipelineFabric:
     """One embedded pipeline + P4Runtime server per switch, programmed with program_for."""
 
     def __init__(self, topo: Topology, mode: PathMode) -> None:
@@ -201,22 +203,22 @@ def build(topo: Topology, mode: PathMode, plane: int, src: str, dst: str, ev: in
         tmpl = srv6_template(topo, plane, src, dst)
         if tmpl.slots:
             outer = IPv6(
-                src=sgid, dst=str(usid_container(tmpl.block, tmpl.usids(ev))), tc=10 << 2, nh=41
+                src=sgid, dst=str(ipaddress.IPv6Address(usid_container(tmpl, ev))), tc=10 << 2, nh=41
             )
             return bytes(eth / outer / inner)
     return bytes(eth / inner)
 
 
 @pytest.fixture(params=[PathMode.STEV, PathMode.SRV6, PathMode.ECMP], ids=lambda m: m.value)
-def fattree(request: pytest.FixtureRequest) -> Iterator[tuple[Fabric, PathMode]]:
-    fab = Fabric(load("fattree-3t"), request.param)
+def fattree(request: pytest.FixtureRequest) -> Iterator[tuple[PipelineFabric, PathMode]]:
+    fab = PipelineFabric(load("fattree-3t"), request.param)
     try:
         yield fab, request.param
     finally:
         fab.close()
 
 
-def test_packets_follow_the_predicted_paths(fattree: tuple[Fabric, PathMode]) -> None:
+def test_packets_follow_the_predicted_paths(fattree: tuple[PipelineFabric, PathMode]) -> None:
     fab, mode = fattree
     topo = fab.topo
     for src, dst in itertools.permutations(["h0", "h1", "h2", "h3"], 2):

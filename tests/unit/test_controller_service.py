@@ -18,7 +18,7 @@ import pytest
 
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
-from controller.profiles import nscc_defaults
+from controller.profile_store import nscc_defaults
 from controller.server import ControllerServer, ServerConfig, start
 from topologies.addressing import host_gid
 from topologies.loader import load

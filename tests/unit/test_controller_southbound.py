@@ -12,14 +12,14 @@ from pathlib import Path
 import grpc
 import pytest
 
+from common.p4runtime_client import P4RuntimeClient
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.core import Controller
-from controller.p4runtime_client import P4RuntimeClient
 from controller.server import ServerConfig, start
-from controller.southbound import FabricError, SwitchEndpoint, SwitchFabric
+from controller.southbound import SouthboundError, SwitchEndpoint, SwitchFabric
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
 from topologies.loader import load
@@ -117,14 +117,14 @@ def test_start_rolls_back_and_names_the_switch(clos: tuple[Topology, Switches]) 
     endpoints = dict(sw.endpoints)
     endpoints["spine1"] = SwitchEndpoint(f"127.0.0.1:{dead}", 99)
     fabric = SwitchFabric(topo, endpoints, timeout=1.0)
-    with pytest.raises(FabricError, match="spine1"):
+    with pytest.raises(SouthboundError, match="spine1"):
         fabric.start()
     assert fabric._clients == {}
     # the sessions were closed: another controller can become primary on the programmed ones
     ep = sw.endpoints["leaf0"]
     with P4RuntimeClient(ep.address, ep.device_id, election_id=1) as again:
         assert again.is_primary
-    with pytest.raises(FabricError, match="no endpoint for switch"):
+    with pytest.raises(SouthboundError, match="no endpoint for switch"):
         SwitchFabric(topo, {k: v for k, v in sw.endpoints.items() if k != "leaf1"})
 
 
@@ -144,7 +144,6 @@ def test_circuits_written_as_differences(tmp_path: Path) -> None:
                     out[int.from_bytes(te.match[0].exact.value, "big")] = int.from_bytes(
                         te.action.action.params[0].value, "big"
                     )
-                assert reader.read_register("OcsIngress.reconfig_delay_us", 0) == 10
                 return out
 
         ring = [pb.Circuit(src=f"g{i}:0", dst=f"g{(i + 1) % 8}:1") for i in range(8)]

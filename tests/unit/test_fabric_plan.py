@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from controller.convergence import Convergence
-from mrcnet.bench_failover import capacity, goodput_series, recovery
 from mrcnet.fabric.ctlclient import ev_array
 from mrcnet.fabric.failures import FailureSpecError, find_link, parse_schedule
 from mrcnet.fabric.plan import PlanError, make_plan
@@ -141,20 +140,3 @@ def test_convergence_withdraws_and_restores(clos2: Any) -> None:
         conv._port_down.clear()
     assert conv.reconcile() == 4 and conv.withdrawn == {}
     assert leaf1[-1][1][1] == "MrcIngress.route_ev"  # original action back
-
-
-def test_capacity_and_recovery_definitions() -> None:
-    topo = load("clos-1p")  # 1 Gb/s links, 2 leaves x 2 spines, 2 hosts per leaf
-    flows = flows_for("shift:2", ["h0", "h1", "h2", "h3"])
-    assert capacity(topo, flows, set()) == pytest.approx(4e9)
-    leaf_spine = find_link(topo, "leaf0-spine0").index
-    # leaf0 keeps one uplink (1 Gb/s each way): half of the cross-leaf capacity remains
-    assert capacity(topo, flows, {leaf_spine}) == pytest.approx(2e9)
-    # 0.1 s bins ending at 0.1, 0.2, ...; failure at 0.2: bins from the third on count
-    series = [((i + 1) / 10, float(v)) for i, v in enumerate([10, 10, 2, 2, 6, 9, 9, 9])]
-    assert recovery(series, 0.2, 8.0, bin_s=0.1) == (pytest.approx(0.5), True)  # (9+9)/2
-    assert recovery(series, 0.2, 2.0, bin_s=0.1) == (pytest.approx(0.1), True)  # first bin
-    assert recovery(series, 0.2, 20.0, bin_s=0.1)[1] is False
-    # two writers: 1 MB acked in [0, 0.5) by one, 0.5 MB in [0.5, 1.0) by the other
-    prog = [[[0.0, 0], [0.2, 500_000], [0.4, 1_000_000]], [[0.0, 0], [0.7, 500_000]]]
-    assert goodput_series(prog, 0.5) == [(0.5, 16e6), (1.0, 8e6)]

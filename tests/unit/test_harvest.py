@@ -15,7 +15,7 @@ from controller.harvest.circulant import shift_on_circulant, swing_on_local
 from controller.harvest.dp import plan
 from controller.harvest.engine import synthesize
 from controller.harvest.flow import evaluate_lp, hop_limited_flow, max_concurrent_flow
-from controller.harvest.model import HarvestError, Params, Pattern, Topology
+from controller.harvest.model import CircuitTopology, HarvestError, Params, Pattern
 from controller.harvest.unipath import evaluate_unipath
 from mrcnet.cli import main as mrcnet_main
 
@@ -30,7 +30,7 @@ def swing_pat(n: int, rho: int) -> Pattern:
 
 @pytest.mark.parametrize("n", [5, 8])
 def test_unidirectional_ring_theta_is_one_over_offset(n: int) -> None:
-    ring = Topology.circulant(n, [1])
+    ring = CircuitTopology.circulant(n, [1])
     for o in range(1, n):
         ev = evaluate_lp(ring, shift(n, o))
         assert ev.theta == pytest.approx(1 / o)
@@ -40,7 +40,7 @@ def test_unidirectional_ring_theta_is_one_over_offset(n: int) -> None:
 
 @pytest.mark.parametrize("n", [6, 8])
 def test_bidirectional_ring_splits_both_ways(n: int) -> None:
-    ring = Topology.circulant(n, [1, -1])
+    ring = CircuitTopology.circulant(n, [1, -1])
     for o in range(1, n):
         expected = 1 / o + 1 / (n - o)
         assert max_concurrent_flow(ring, shift(n, o)) == pytest.approx(expected)
@@ -59,7 +59,7 @@ def test_theta_never_exceeds_degree() -> None:
     for _ in range(4):
         gens = tuple(rnd.randrange(1, 8) for _ in range(2))
         for o in (1, 3, 4):
-            assert max_concurrent_flow(Topology.circulant(8, gens), shift(8, o)) <= 2 + 1e-9
+            assert max_concurrent_flow(CircuitTopology.circulant(8, gens), shift(8, o)) <= 2 + 1e-9
 
 
 def test_closed_forms_match_the_flow_lp() -> None:
@@ -67,7 +67,7 @@ def test_closed_forms_match_the_flow_lp() -> None:
     n = 8
     gens_pairs = [(g1, g2) for g1 in range(1, n) for g2 in range(g1, n)]
     for g1, g2 in rnd.sample(gens_pairs, 6):
-        topo = Topology.circulant(n, (g1, g2))
+        topo = CircuitTopology.circulant(n, (g1, g2))
         for o in range(1, n):
             a = shift_on_circulant(n, (g1, g2), o)
             b = evaluate_lp(topo, shift(n, o))
@@ -76,7 +76,7 @@ def test_closed_forms_match_the_flow_lp() -> None:
                 assert a.hops == b.hops
     odd = range(1, n, 2)
     for h1, h2 in rnd.sample(list(itertools.combinations_with_replacement(odd, 2)), 5):
-        topo = Topology.local(n, (h1, h2))
+        topo = CircuitTopology.local(n, (h1, h2))
         for rho in (1, 3, 5, 7):
             a = swing_on_local(n, (h1, h2), rho)
             b = evaluate_lp(topo, swing_pat(n, rho))
@@ -93,7 +93,7 @@ def test_unipath_matches_lp_on_random_permutations() -> None:
         rnd.shuffle(perm)
         if any(perm[u] == u for u in range(n)):
             continue
-        topo = Topology.from_counts(n, {(u, perm[u]): 1 for u in range(n)})
+        topo = CircuitTopology.from_counts(n, {(u, perm[u]): 1 for u in range(n)})
         for o in (1, 2, 3):
             a = evaluate_unipath(topo, shift(n, o))
             b = evaluate_lp(topo, shift(n, o))
@@ -214,7 +214,7 @@ def test_cli_module_parses_units() -> None:
     assert parse_time("10us", "alpha") == pytest.approx(1e-5)
     with pytest.raises(HarvestError):
         parse_time("soon", "alpha")
-    assert cli.describe(Topology.circulant(4, [1])).startswith("circulant")
+    assert cli.describe(CircuitTopology.circulant(4, [1])).startswith("circulant")
 
 
 def test_orbit_cycles_agree_with_route_walking() -> None:

@@ -1,8 +1,8 @@
 """P4Runtime conformance of the embedded target, driven by p4runtime-shell and raw gRPC stubs.
 
 Expected codes and messages are those of simple_switch_grpc's P4Runtime server (p4lang/PI,
-proto/frontend/src/device_mgr.cpp and proto/server/pi_server.cpp), which these tests cannot
-run here (no BMv2 on this machine).
+proto/frontend/src/device_mgr.cpp and proto/server/pi_server.cpp); these tests run the
+embedded target only.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ import grpc
 import p4runtime_sh.shell as sh
 import pytest
 from google.rpc import code_pb2, status_pb2
+from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
-from common.p4schema import PROGRAMS, generate
+from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
+from common.p4schema import PROGRAMS, compiled
 from common.p4schema.bytestrings import encode
-from controller.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
 from tests.unit.pipeline_helpers import empty_queues, frame, ip6
@@ -52,7 +53,7 @@ def shell(switch: tuple[Pipeline, P4RuntimeServer, str]) -> Iterator[Pipeline]:
             device_id=DEVICE,
             grpc_addr=addr,
             election_id=(0, 10),
-            config=sh.FwdPipeConfig(str(generate.path_for("mrc_switch")), device_config.name),
+            config=sh.FwdPipeConfig(str(compiled.p4info_path("mrc_switch")), device_config.name),
             verbose=False,
         )
         try:
@@ -174,6 +175,73 @@ def test_verify_save_commit_and_reconcile_keep_or_reset_state(
         with P4RuntimeClient(addr, DEVICE, program="ocs", election_id=6) as ocs:
             ocs.push_pipeline()
         assert pipe.program is PROGRAMS["ocs"]
+
+
+def _reordered(info: p4info_pb2.P4Info) -> p4info_pb2.P4Info:
+    """The same program written another way: every object list and every table's fields in
+    reverse order, documentation added, an empty type_info, more pkg_info."""
+    out = p4info_pb2.P4Info()
+    out.CopyFrom(info)
+    for kind in ("tables", "actions", "action_profiles", "counters", "registers"):
+        objs = [type(o)() for o in getattr(out, kind)]
+        for dst, src in zip(objs, getattr(out, kind)):
+            dst.CopyFrom(src)
+        out.ClearField(kind)
+        getattr(out, kind).extend(reversed(objs))
+    for table in out.tables:
+        refs = list(table.action_refs)[::-1]
+        copies = [p4info_pb2.ActionRef() for _ in refs]
+        for dst, src in zip(copies, refs):
+            dst.CopyFrom(src)
+        table.ClearField("action_refs")
+        table.action_refs.extend(copies)
+        table.preamble.doc.brief = "documentation only"
+    out.actions[0].preamble.annotations.append('@name("x")')
+    out.pkg_info.name = "another build"
+    out.type_info.SetInParent()
+    return out
+
+
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_a_p4info_of_the_same_program_in_another_order_is_accepted(
+    switch: tuple[Pipeline, P4RuntimeServer, str], program: str
+) -> None:
+    pipe, _, addr = switch
+    pushed = _reordered(PROGRAMS[program].to_p4info())
+    assert pushed != PROGRAMS[program].to_p4info()
+    req = p4runtime_pb2.SetForwardingPipelineConfigRequest(
+        device_id=DEVICE, action=p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT
+    )
+    req.election_id.low = 5
+    req.config.p4info.CopyFrom(pushed)
+    with P4RuntimeClient(addr, DEVICE, program=program, election_id=5) as client:
+        # the schema's rendering: objects in id order (p4c's file: declaration order, which
+        # differs for mrc_switch)
+        rendered = PROGRAMS[program].render_p4info()
+        assert program == "ocs" or rendered != PROGRAMS[program].to_p4info()
+        req.config.p4info.CopyFrom(rendered)
+        client.stub.SetForwardingPipelineConfig(req, timeout=5)
+        assert pipe.program is PROGRAMS[program]
+        req.config.p4info.CopyFrom(pushed)
+        client.stub.SetForwardingPipelineConfig(req, timeout=5)
+        assert pipe.program is PROGRAMS[program]
+        assert client.get_pipeline().p4info == pushed  # returned as pushed
+        # content still counts: the same reordered P4Info with one width changed is refused
+        for change in ("table size", "param width"):
+            bad = _reordered(PROGRAMS[program].to_p4info())
+            if change == "table size":
+                bad.tables[-1].size += 1
+                what = f"table '{bad.tables[-1].preamble.name}' differs"
+            else:
+                action = next(a for a in bad.actions if a.params)
+                action.params[-1].bitwidth += 1
+                what = f"action '{action.preamble.name}' differs"
+            req.config.p4info.CopyFrom(bad)
+            with pytest.raises(grpc.RpcError) as info:
+                client.stub.SetForwardingPipelineConfig(req, timeout=5)
+            assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert what in info.value.details()
+            assert pipe.program is PROGRAMS[program]  # the running program is kept
 
 
 # ---- table entries ------------------------------------------------------------------------
@@ -467,7 +535,7 @@ def test_write_to_other_device_id_and_role_are_refused(
             list(stub.Read(req, timeout=5))
         assert meter.value.code() == grpc.StatusCode.UNIMPLEMENTED
     assert encode(0) == b"\x00" and encode(0x1FF) == b"\x01\xff"
-    assert Path(generate.path_for("mrc_switch")).exists()
+    assert Path(compiled.p4info_path("mrc_switch")).exists()
 
 
 def test_wildcard_reads_and_get_response_types(
@@ -501,3 +569,27 @@ def test_wildcard_reads_and_get_response_types(
             caps = stub.Capabilities(p4runtime_pb2.CapabilitiesRequest(), timeout=5)
             assert caps.p4runtime_api_version == "1.4.1"
     assert pipe.program is MRC
+
+
+def test_client_refuses_unknown_names_and_wrong_value_shapes_before_sending() -> None:
+    # No server: every message is built locally, so nothing reaches a switch.
+    client = P4RuntimeClient("127.0.0.1:9", DEVICE)
+    try:
+        nh = {"port": 2, "smac": 1, "dmac": 2}
+        route = {"hdr.ipv6.dst_addr": (ip6("2001:db8::"), 32)}
+        ok = client.table_entry(ROUTE, route, NEXTHOP, nh)
+        assert ok.table_id == MRC.id(ROUTE) and ok.match[0].lpm.prefix_len == 32
+        with pytest.raises(ValueError, match=r"did you mean MrcIngress\.ipv6_route"):
+            client.table_entry("MrcIngress.ipv6_rout", route, NEXTHOP, nh)
+        with pytest.raises(ValueError, match=r"did you mean MrcIngress\.set_nexthop"):
+            client.table_entry(ROUTE, route, "MrcIngress.set_nexthp", nh)
+        with pytest.raises(ValueError, match=r"no match field\(s\) \['hdr.ipv6.dst'\]"):
+            client.table_entry(ROUTE, {"hdr.ipv6.dst": (1, 8)}, NEXTHOP, nh)
+        with pytest.raises(ValueError, match=r"no parameter\(s\) \['prt'\]"):
+            client.table_entry(ROUTE, route, NEXTHOP, {**nh, "prt": 1})
+        with pytest.raises(ValueError, match=r"missing parameter\(s\) \['dmac'\]"):
+            client.table_entry(ROUTE, route, NEXTHOP, {"port": 2, "smac": 1})
+        with pytest.raises(ValueError, match="is LPM"):
+            client.table_entry(ROUTE, {"hdr.ipv6.dst_addr": 5}, NEXTHOP, nh)
+    finally:
+        client.close()

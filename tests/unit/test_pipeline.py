@@ -7,9 +7,10 @@ from scapy.layers.inet6 import IPv6, IPv6ExtHdrSegmentRouting
 from scapy.layers.l2 import Ether
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from common.evbits import ev_subfield, usid_shift
 from common.p4schema.mrc_switch import DropReason
 from hosts.wire.enums import EvMode
-from hosts.wire.ev import ev_subfield, ev_to_fields, usid_shift
+from hosts.wire.ev_placement import ev_to_fields
 from switch.pipeline import Pipeline, QDepthFn
 from switch.pipeline.control import DELETE, INSERT, MODIFY, table_write
 from switch.pipeline.state import Entry
@@ -317,15 +318,6 @@ def test_random_garbage_never_crashes() -> None:
     total = sum(state.counter("MrcIngress.drop_reason").packets)
     forwarded = sum(state.counter("MrcEgress.tx_port_class").packets)
     assert total + forwarded == 3000
-
-
-def test_tm_drops_are_counted_per_port_and_queue() -> None:
-    pipe, state = mrc_pipeline()
-    pipe.count_tm_drop(3, 1, 1500)
-    pipe.count_tm_drop(3, 1, 500)
-    c = state.counter("MrcEgress.drop_port_queue")
-    assert (c.packets[3 * 8 + 1], c.bytes[3 * 8 + 1]) == (2, 2000)
-    assert drops(state, DropReason.TM_DROP) == 2
 
 
 def test_table_write_undo_restores_lookup_state() -> None:

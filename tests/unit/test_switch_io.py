@@ -1,4 +1,4 @@
-"""Pure parts of the switch process: netlink parsing, pcap files, arguments, rate estimates."""
+"""Pure parts of the switch process: netlink parsing, pcap files, arguments, link updates."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from scapy.layers.l2 import Ether
 from scapy.utils import rdpcap
 
-from switch.bench import mrc_frame, rate_estimates
 from switch.main import build_parser
 from switch.pcap import PcapWriter
 from switch.ports import IFF_RUNNING, IFF_UP, RTM_DELLINK, RTM_NEWLINK, parse_link_messages
@@ -77,33 +76,6 @@ def test_switch_arguments() -> None:
     ):
         with pytest.raises(SystemExit):
             p.parse_args(["--name", "s", "--grpc-addr", "a:1", *bad])
-
-
-def test_rate_estimates_recover_a_known_rate_despite_late_frames() -> None:
-    rate, size, n = 1e9, 8290, 2000
-    stamps = [i * size * 8 / rate for i in range(n)]
-    sizes = [size] * n
-    e2e, fit = rate_estimates(stamps, sizes)
-    assert e2e == pytest.approx(rate, rel=1e-9) and fit == pytest.approx(rate, rel=1e-9)
-    late = list(stamps)
-    late[-1] += 0.01  # the last frame handed over 10 ms late (the process was descheduled)
-    e2e_late, fit_late = rate_estimates(late, sizes)
-    assert e2e_late < 0.995 * rate  # the end-to-end figure suffers ...
-    assert fit_late == pytest.approx(rate, rel=2e-3)  # ... the fitted slope barely moves
-    with pytest.raises(ValueError):
-        rate_estimates([1.0], [size])
-
-
-def test_bench_frame_is_a_consistent_write_only_packet() -> None:
-    from scapy.layers.inet import UDP
-    from scapy.layers.inet6 import IPv6
-
-    dst = bytes.fromhex("fd000000000000020000000000000001")
-    frame = mrc_frame(dst, payload=4096)
-    pkt = Ether(frame)
-    assert len(frame) == 14 + 40 + 8 + 12 + 4 + 16 + 4096 + 4
-    assert pkt[IPv6].plen == len(frame) - 54 and pkt[UDP].len == len(frame) - 54
-    assert pkt[UDP].dport == 4791 and bytes(pkt[UDP].payload)[0] == 0xCA
 
 
 def test_ctl_link_update_sets_exactly_the_given_fields() -> None:

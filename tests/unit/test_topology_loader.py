@@ -9,7 +9,6 @@ import pytest
 
 from topologies.loader import TopologyError, available, load, loads
 from topologies.model import FabricKind, NodeKind, PathMode
-from topologies.units import parse_duration, parse_rate, parse_ratio, parse_size
 
 SHIPPED = ["clos-1p", "clos-2p", "fattree-3t", "scaleup-ocs"]
 
@@ -231,20 +230,6 @@ def test_class_overrides_are_validated() -> None:
     assert any("distinct" in p for p in found), found
     text = BASE.replace("path_mode: ecmp}", "path_mode: ecmp, classes: {dscp: {GOLD: 3}}}")
     assert any("fabric.classes.dscp.GOLD: unknown class" in p for p in problems(text))
-
-
-def test_units() -> None:
-    assert parse_rate("10G") == 1e10
-    assert parse_rate("250Mbps") == 2.5e8
-    assert parse_rate(0) == 0
-    assert parse_duration("2.5us") == pytest.approx(2.5e-6)
-    assert parse_duration("3ns") == pytest.approx(3e-9)
-    assert parse_size("2MiB") == 2 * 1024 * 1024
-    assert parse_size("1.5KB") == 1500
-    assert parse_ratio("0.5%") == pytest.approx(0.005)
-    for bad, fn in (("fast", parse_rate), ("1 parsec", parse_duration), ("1.5B", parse_size)):
-        with pytest.raises(ValueError):
-            fn(bad)
 
 
 def test_command_line_summary_path_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -218,25 +218,6 @@ def test_parse_link_spec() -> None:
         parse_link_spec("rate=fast")
 
 
-def test_bypass_only_on_idle_unshaped_links_and_counts() -> None:
-    sh = Shaper(1, LinkConfig())
-    assert sh.bypass(frame(0), 2, ecn=True)
-    assert sh.stats.packets == 1 and sh.stats.queues[2].packets == 1
-    assert sh.stats.queues[2].ecn_marks == 1
-    assert not sh.bypass(frame(1), 9)  # no such queue: the caller enqueues (and drops)
-    shaped = Shaper(1, LinkConfig(rate_bps=1 * MBPS))
-    assert not shaped.bypass(frame(0), 0)
-    shaped.configure(shaped.config.updated(rate_bps=0.0), now=0.0)
-    assert shaped.bypass(frame(0), 0)
-    delayed = Shaper(1, LinkConfig(delay_s=0.001))
-    assert not delayed.bypass(frame(0), 0)
-    delayed.enqueue(frame(1), 0, 0.0)
-    delayed.configure(delayed.config.updated(delay_s=0.0), now=0.0)
-    assert not delayed.bypass(frame(2), 0)  # frame 1 still in flight: keep wire order
-    down = Shaper(1, LinkConfig(up=False))
-    assert not down.bypass(frame(0), 0)
-
-
 def test_a_packet_on_an_idle_wire_leaves_the_queue_at_enqueue() -> None:
     """The depth the next packet sees excludes the one already being serialised."""
     sh = Shaper(1, LinkConfig(rate_bps=1 * MBPS, qpkts=100))

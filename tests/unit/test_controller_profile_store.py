@@ -8,7 +8,7 @@ import pytest
 
 from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import CtlError, ErrorKind
-from controller.profiles import ProfileStore, nscc_defaults
+from controller.profile_store import ProfileStore, nscc_defaults
 
 
 def fmt_online(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from common.evgen import GenField, gen_array
 from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import busy, invalid, not_found
 
@@ -47,13 +48,6 @@ _TRANSITIONS = {
 
 def state_name(state: int) -> str:
     return pb.ProfileState.Name(state).removeprefix("PROFILE_")  # type: ignore[arg-type]
-
-
-def ev_state_name(state: int) -> str:
-    try:
-        return pb.EvState.Name(state).removeprefix("EV_")  # type: ignore[arg-type]
-    except ValueError:
-        return str(state)
 
 
 def _check_transition(kind: str, pid: int, cur: int, new: int) -> None:
@@ -375,29 +369,18 @@ class ProfileStore:
             raise invalid(
                 f"EV profile {pid}: {len(p.fields)} fields, format profile has {len(fmt.field_widths)}"
             )
-        for i, f in enumerate(p.fields):
+        for i, f in enumerate(_gen_fields(p)):
             where = f"EV profile {pid} field {i}"
             if not 1 <= f.width <= fmt.field_widths[i]:
                 raise invalid(f"{where}: width {f.width} outside 1..{fmt.field_widths[i]} (format)")
-            if f.init_val >> f.width or f.mask >> f.width:
-                raise invalid(f"{where}: init_val and mask must fit {f.width} bits")
-            bits = bin(f.mask).count("1")
-            if f.min_val > f.max_val or f.max_val >> bits:
-                raise invalid(f"{where}: need min_val <= max_val < 2**{bits} (mask bits)")
+            problem = f.problem()
+            if problem:
+                raise invalid(f"{where}: {problem}")
 
     def _expand(self, p: pb.EvProfile) -> None:
-        """GEN -> explicit array: EV i on port (i mod ports) + 1, field combinations in order."""
-        radices = [(f.max_val - f.min_val + 1) if f.mask else 1 for f in p.fields]
-        combos = math.prod(radices)
-        evs = []
-        for i in range(p.ev_count):
-            c = (i // self.ports) % combos
-            value = 0
-            for f, radix in zip(p.fields, radices, strict=True):
-                g = f.min_val + c % radix if f.mask else 0
-                c //= radix
-                value = (value << f.width) | _overlay(f.init_val, f.mask, g)
-            evs.append(pb.Ev(value=value, port=i % self.ports + 1))
+        """GEN -> explicit array (common.evgen.gen_array); mrc_ctl ports count from 1."""
+        evs = [pb.Ev(value=value, port=port + 1)
+               for value, port in gen_array(_gen_fields(p), p.ev_count, self.ports)]
         del p.evs[:]
         p.evs.extend(evs)
 
@@ -584,14 +567,8 @@ class ProfileStore:
         return self._total_evs(exclude=0)
 
 
-def _overlay(init_val: int, mask: int, g: int) -> int:
-    """Write the bits of ``g`` into the set bits of ``mask`` (most significant first)."""
-    positions = [b for b in range(mask.bit_length() - 1, -1, -1) if mask >> b & 1]
-    value = init_val
-    for i, bit in enumerate(positions):
-        src = (g >> (len(positions) - 1 - i)) & 1
-        value = (value & ~(1 << bit)) | (src << bit)
-    return value
+def _gen_fields(p: pb.EvProfile) -> list[GenField]:
+    return [GenField(f.width, f.init_val, f.mask, f.min_val, f.max_val) for f in p.fields]
 
 
 def validate_nscc(pid: int, c: pb.NsccConfig) -> None:

@@ -20,7 +20,7 @@ from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from common.p4schema import PROGRAMS
 from common.p4schema.bytestrings import decode, encode
-from common.p4schema.model import Action, Program, Table
+from common.p4schema.model import Program
 
 Match = Mapping[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
 Params = Mapping[str, int]
@@ -188,18 +188,15 @@ class P4RuntimeClient:
             raise P4RuntimeError(exc.code(), str(exc.details())) from None
 
     # ---- building messages by name -----------------------------------------------------------
-    def _table(self, name: str) -> Table:
-        return next(t for t in self.program.tables if t.name == name)
-
-    def _action_schema(self, name: str) -> Action:
-        return next(a for a in self.program.actions if a.name == name)
-
+    # Unknown table, action, parameter or match-field names raise ValueError naming near names
+    # (common.p4schema.model.Program).
     def action(self, name: str, params: Params | None = None) -> p4runtime_pb2.Action:
-        schema = self._action_schema(name)
+        schema = self.program.action(name)
         params = params or {}
-        unknown = set(params) - {p.name for p in schema.params}
-        if unknown:
-            raise KeyError(f"{name} has no parameter(s) {sorted(unknown)}")
+        _known(name, "parameter", params, [p.name for p in schema.params])
+        missing = [p.name for p in schema.params if p.name not in params]
+        if missing:
+            raise ValueError(f"{name}: missing parameter(s) {missing}")
         msg = p4runtime_pb2.Action(action_id=self.program.id(name))
         for i, p in enumerate(schema.params, start=1):
             msg.params.add(param_id=i, value=encode(params[p.name]))
@@ -216,20 +213,25 @@ class P4RuntimeClient:
         member_id: int | None = None,
         default: bool = False,
     ) -> p4runtime_pb2.TableEntry:
-        schema = self._table(table)
+        schema = self.program.table(table)
         te = p4runtime_pb2.TableEntry(table_id=self.program.id(table), is_default_action=default)
         match = match or {}
+        _known(table, "match field", match, [mf.name for mf in schema.match_fields])
         for i, mf in enumerate(schema.match_fields, start=1):
             if mf.name not in match:
                 continue
             value = match[mf.name]
+            if mf.kind not in ("exact", "lpm"):
+                raise ValueError(f"{mf.name}: {mf.kind} matches are not supported by this client")
             fm = te.match.add(field_id=i)
             if mf.kind == "lpm":
-                assert isinstance(value, tuple), f"{mf.name} is LPM: give (value, prefix_len)"
+                if not isinstance(value, tuple):
+                    raise ValueError(f"{mf.name} is LPM: give (value, prefix_len)")
                 fm.lpm.value = encode(value[0])
                 fm.lpm.prefix_len = value[1]
-            else:
-                assert isinstance(value, int)
+            elif mf.kind == "exact":
+                if not isinstance(value, int):
+                    raise ValueError(f"{mf.name} is exact: give an int")
                 fm.exact.value = encode(value)
         if action is not None:
             te.action.action.CopyFrom(self.action(action, params))
@@ -338,6 +340,13 @@ class P4RuntimeClient:
         r.index.index = index
         found = self.read([p4runtime_pb2.Entity(register_entry=r)])
         return decode(found[0].register_entry.data.bitstring)
+
+
+def _known(owner: str, kind: str, given: Mapping[str, object], declared: list[str]) -> None:
+    """ValueError naming the given names ``owner`` does not declare, and the ones it does."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise ValueError(f"{owner} has no {kind}(s) {unknown}; its {kind}s are {declared}")
 
 
 def _update_errors(exc: grpc.RpcError) -> list[UpdateError]:

@@ -1,7 +1,7 @@
 """``mrcnet bench transport``: single-QP goodput host to host through one embedded switch.
 
 Two host agents (processes in their own namespaces) and one embedded switch process (root
-namespace, programmed over P4Runtime) as in the emulation tests (hosts/agent/harness.py). The
+namespace, programmed over P4Runtime) as in the emulation tests (testbed/host_lab.py). The
 writer moves ``--size`` MiB (default 256) in 1 MiB Writes (the last a WriteImm) and reports
 goodput = bytes / (first post -> last completion); the sink checks the data (sha256). A
 transfer of 64 MiB lasts about half a second, and its goodput then swings by 20% from run to
@@ -68,11 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", default="results/bench", help="folder for the saved JSON")
 
 
-def _one_run(size: int, qp_type: str, link: str | None, args: argparse.Namespace,
+def _one_transfer_goodput(size: int, qp_type: str, link: str | None, args: argparse.Namespace,
              seed: int) -> dict[str, Any]:
     from common.netns import NetKit
     from hosts.agent.apps import pattern
-    from hosts.agent.harness import run_transfer, switch_star
+    from testbed.host_lab import run_transfer, switch_star
 
     prefix = f"b{os.getpid() % 100000:05d}"[:6]
     with tempfile.TemporaryDirectory(prefix="mrcnet-bench-") as tmp, NetKit(prefix) as kit:
@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         for case, link in (("unlimited", None), ("link_1g", link_spec)):
             print(f"[bench transport] {case} run {i + 1}/{args.runs} ...", file=sys.stderr,
                   flush=True)
-            cases[case].append(_one_run(size, args.qp_type, link, args, seed=100 + i))
+            cases[case].append(_one_transfer_goodput(size, args.qp_type, link, args, seed=100 + i))
     unlimited = statistics.median(r["goodput_bps"] for r in cases["unlimited"])
     link_1g = statistics.median(r["goodput_bps"] for r in cases["link_1g"])
     out: dict[str, Any] = {

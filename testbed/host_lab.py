@@ -194,7 +194,7 @@ def switch_star(
 
     Switch port of (host h, plane p) is ``(h - 1) * planes + p + 1``. ``links`` gives egress
     link specs per switch port (``rate=1e9,...``, see switch.main --link). The switch is
-    programmed over P4Runtime (controller.p4runtime_client): one /128 route per host GID and
+    programmed over P4Runtime (common.p4runtime_client): one /128 route per host GID and
     the DSCP classes of common/classes.py. With ``trim_at`` > 0 every port trims trimmable
     packets that find at least ``trim_at`` x 4096 bytes queued, about ``trim_at`` full packets
     at the agents' default 4096-byte MTU (the switch's thresholds are in bytes; all ports are
@@ -247,12 +247,11 @@ def switch_star(
 
 def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, int], int],
                   trim_at: int) -> None:
-    from common.classes import DEFAULT_CLASSES, TrafficClass
-    from controller.p4runtime_client import P4RuntimeClient
+    from common.classes import DEFAULT_CLASSES, TrafficClass, dscp_classes
+    from common.p4runtime_client import P4RuntimeClient
+    from common.p4schema.mrc_switch import dscp_class_write
     from hosts.wire import ip6, mac
 
-    class_ids = {cls: i for i, cls in enumerate(TrafficClass)}
-    trimmable = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX)
     with P4RuntimeClient(address, SWITCH_DEVICE_ID) as client:
         client.push_pipeline()
         for h in hosts:
@@ -264,12 +263,8 @@ def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, 
                     "MrcIngress.set_nexthop",
                     {"port": sp, "smac": int.from_bytes(mac(switch_mac(sp)), "big"),
                      "dmac": int.from_bytes(mac(h.macs[p]), "big")})
-        for cls in TrafficClass:
-            client.insert(
-                "MrcIngress.dscp_class", {"meta.dscp": DEFAULT_CLASSES.dscp[cls]},
-                "MrcIngress.set_class",
-                {"class_id": class_ids[cls], "priority": DEFAULT_CLASSES.priority[cls],
-                 "trimmable": int(cls in trimmable)})
+        for row in dscp_classes(DEFAULT_CLASSES):
+            client.insert(*dscp_class_write(row))
         if trim_at > 0:
             lasthop = TrafficClass.TRIMMED_LASTHOP
             for sp in port_of.values():

@@ -86,7 +86,7 @@ def core_pps(total: int = 64 << 20) -> float:
     return sent / cpu
 
 
-def sim_run(qp_type: QpType, loss: float, size: int = 16 << 20) -> tuple[float, float]:
+def simulated_goodput(qp_type: QpType, loss: float, size: int = 16 << 20) -> tuple[float, float]:
     a, b = _host(1), _host(2)
     qa, _qb = connect(a, b, QpOptions(qp_type=qp_type))
     src = bytearray(random.Random(2).randbytes(size))
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     figures: dict[str, float] = {"core_pps": round(core_pps())}
     for qp_type, losses in ((QpType.MRC, (0.0, 0.01, 0.1)), (QpType.RC, (0.0, 0.001, 0.01))):
         for loss in losses:
-            gbps, cpu = sim_run(qp_type, loss)
+            gbps, cpu = simulated_goodput(qp_type, loss)
             key = f"{qp_type.value.lower()}_{loss:g}"
             figures[f"sim_gbps_{key}"] = round(gbps, 2)
             figures[f"cpu_s_{key}"] = round(cpu, 2)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from hosts.wire import bench
+from testbed.bench import codec_rate as bench
 
 
 def test_codec_bench_prints_json(capsys: pytest.CaptureFixture[str]) -> None:

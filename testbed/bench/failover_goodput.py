@@ -109,13 +109,13 @@ def recovery(series: list[tuple[float, float]], t_fail: float, target: float,
     return (series[-1][0] - t_fail if series else 0.0), False
 
 
-def run_one(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
+def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
+    from common.units import parse_size
     from mrcnet.fabric.failures import find_link
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
     from mrcnet.fabric.scenario import collect
     from mrcnet.fabric.workloads import flows_for
     from topologies.model import NodeKind
-    from topologies.units import parse_size
 
     size = parse_size(args.size)
     opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     out = {}
     for key, qp in (("mrc", "MRC"), ("rc", "RC")):
         print(f"[bench failover] {qp} ...", file=sys.stderr, flush=True)
-        out[key] = run_one(args, qp)
+        out[key] = goodput_around_failure(args, qp)
     if args.json:
         print(json.dumps(out))
     else:

@@ -41,7 +41,7 @@ TARGET_PPS = 50_000
 PAYLOAD = 4096
 RATES = {"100Mbps": 100e6, "1Gbps": 1e9}
 DST = "fd00:0:0:2::1"
-ROOT = Path(__file__).resolve().parent.parent  # the generator imports common.pktio from here
+ROOT = Path(__file__).resolve().parents[2]  # the generator imports common.pktio from here
 
 _GENERATOR = r"""
 import socket, sys, time
@@ -174,19 +174,20 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def measure(
+def measure_switch_throughput(
     seconds: float, rounds: int, rate_seconds: float, rate_payload: int = 8192, gen_nice: int = 0
 ) -> dict[str, Any]:
     import ipaddress
 
     import grpc
 
-    from common.classes import DEFAULT_CLASSES, TrafficClass
+    from common.classes import DEFAULT_CLASSES, DscpClass, TrafficClass
     from common.netns import NetKit, wait_until
+    from common.p4runtime_client import P4RuntimeClient
+    from common.p4schema.mrc_switch import dscp_class_write
     from common.proto import switch_admin_pb2 as pb
     from common.proto import switch_admin_pb2_grpc as pb_grpc
-    from controller.p4runtime_client import P4RuntimeClient
-    from switch.harness import Lab
+    from testbed.switch_lab import Lab
 
     workdir = Path(tempfile.mkdtemp(prefix="mrcnet-bench-switch-"))
     frame = mrc_frame(ipaddress.IPv6Address(DST).packed)
@@ -225,16 +226,7 @@ def measure(
         ):
             client.connect()
             client.push_pipeline()
-            client.insert(
-                "MrcIngress.dscp_class",
-                {"meta.dscp": DEFAULT_CLASSES.dscp[TrafficClass.NO_TRIM]},
-                "MrcIngress.set_class",
-                {
-                    "class_id": 1,
-                    "priority": DEFAULT_CLASSES.priority[TrafficClass.NO_TRIM],
-                    "trimmable": 0,
-                },
-            )
+            client.insert(*dscp_class_write(DscpClass.of(DEFAULT_CLASSES, TrafficClass.NO_TRIM)))
             client.insert(
                 "MrcIngress.ipv6_route",
                 {"hdr.ipv6.dst_addr": (int(ipaddress.IPv6Address(DST)) >> 64 << 64, 64)},
@@ -351,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         print("mrcnet bench switch: needs root (network namespaces, raw sockets)", file=sys.stderr)
         return 2
-    figures = measure(
+    figures = measure_switch_throughput(
         args.seconds, args.rounds, args.rate_seconds, args.rate_payload, args.gen_nice
     )
     if args.json:

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from mrcnet.bench_failover import capacity
+from testbed.bench.failover_goodput import capacity
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,11 +29,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from common.units import parse_size
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
     from mrcnet.fabric.scenario import collect
     from mrcnet.fabric.workloads import flows_for
     from topologies.model import NodeKind
-    from topologies.units import parse_size
 
     size = parse_size(args.size)
     out: dict[str, Any] = {}

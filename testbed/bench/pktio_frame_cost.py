@@ -8,7 +8,7 @@ do). Each phase is timed separately with ``time.perf_counter`` and ``time.proces
 best of ``--repeat`` runs is reported per frame. The send figure includes the veth's own work
 (the kernel delivers to the peer socket in the sender's context).
 
-    sudo .venv/bin/python -m switch.iobench --json
+    sudo .venv/bin/python -m testbed.bench.pktio_frame_cost --json
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def run_inside(
     return out
 
 
-def measure(frames: int, batch: int, repeat: int, slot: int = 9216) -> dict[str, Any]:
+def measure_pktio_frame_cost(frames: int, batch: int, repeat: int, slot: int = 9216) -> dict[str, Any]:
     from common.netns import NetKit
 
     prefix = "pio" + secrets.token_hex(2)
@@ -108,7 +108,7 @@ def measure(frames: int, batch: int, repeat: int, slot: int = 9216) -> dict[str,
         ns = kit.add_namespace("n")
         a, b = kit.name("a"), kit.name("b")
         kit.add_veth(a, b, ns, ns)
-        cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "switch.iobench", "--inside",
+        cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "testbed.bench.pktio_frame_cost", "--inside",
                a, b, "--frames", str(frames), "--batch", str(batch), "--repeat", str(repeat),
                "--slot", str(slot)]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
@@ -121,7 +121,7 @@ def measure(frames: int, batch: int, repeat: int, slot: int = 9216) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m switch.iobench", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m testbed.bench.pktio_frame_cost", description=__doc__.split("\n")[0])
     parser.add_argument("--frames", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
@@ -134,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(run_inside(a, b, args.frames, args.batch, args.repeat, args.slot)))
         return 0
     if os.geteuid() != 0:
-        print("switch.iobench: needs root (network namespace, raw sockets)", file=sys.stderr)
+        print("testbed.bench.pktio_frame_cost: needs root (network namespace, raw sockets)", file=sys.stderr)
         return 2
-    result = measure(args.frames, args.batch, args.repeat, args.slot)
+    result = measure_pktio_frame_cost(args.frames, args.batch, args.repeat, args.slot)
     if args.json:
         print(json.dumps(result))
         return 0

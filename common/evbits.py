@@ -1,43 +1,22 @@
-"""Entropy-value placement for the three path modes, shared by hosts and switches.
+"""Entropy-value bit fields and SRv6 uSID templates: the one definition of their arithmetic.
 
-- ECMP (controller mode UDP): the EV is 16 bits and is the UDP source port.
-- Structured EV (STEV): a 32-bit EV; low 16 bits in the UDP source port, high 16 bits in the
-  low 16 bits of the 20-bit IPv6 flow label (flow-label bits 19..16 are zero).
-- SRv6 uSID: the EV's low 16 bits stay in the UDP source port (reflected in SACK/NACK); the
-  path is the uSID container built from a per-destination template plus the EV's per-tier
-  choices (usid_container).
+Neutral ground for the three users: topologies derives per-tier EV fields and per-destination
+uSID templates from a topology, the host agent builds uSID containers from those templates per
+packet, and the tests hold the switch's shift-and-forward to the reference here. How an EV is
+placed in the headers (UDP source port, flow label) is the wire codec's (hosts.wire.ev_placement).
 
-Per-tier subfields of a structured EV are numbered from the most significant bit
-(ev_subfield). All functions are pure and cheap; see docs/wire-format.md.
+Per-tier subfields of a structured EV are numbered from the most significant bit. A uSID
+container is a 32-bit locator block followed by up to six 16-bit uSIDs (RFC 9800 NEXT-C-SID),
+zero filled to 128 bits. All functions are pure and cheap; see docs/wire-format.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hosts.wire.enums import EvMode
-
-STEV_SPORT_BITS = 16  # EV bits [15:0] -> UDP source port
-STEV_FLOW_LABEL_BITS = 16  # EV bits [31:16] -> flow label bits [15:0]
-EV_BITS = {EvMode.ECMP: 16, EvMode.STRUCTURED: 32, EvMode.SRV6: 16}
-
 USID_BLOCK_BITS = 32
 USID_BITS = 16
 USID_MAX = 6  # 32-bit block + six 16-bit uSIDs = 128 bits
-
-
-def ev_to_fields(mode: EvMode, ev: int) -> tuple[int, int]:
-    """EV -> (udp_sport, flow_label). Non-STEV modes leave the flow label 0."""
-    if mode == EvMode.STRUCTURED:
-        return ev & 0xFFFF, (ev >> 16) & 0xFFFF
-    return ev & 0xFFFF, 0
-
-
-def fields_to_ev(mode: EvMode, udp_sport: int, flow_label: int = 0) -> int:
-    """(udp_sport, flow_label) -> EV; the inverse of ev_to_fields."""
-    if mode == EvMode.STRUCTURED:
-        return ((flow_label & 0xFFFF) << 16) | (udp_sport & 0xFFFF)
-    return udp_sport & 0xFFFF
 
 
 def ev_subfield(ev: int, msb_offset: int, width: int, total_bits: int = 32) -> int:
@@ -73,10 +52,18 @@ class UsidSlot:
     ev_width: int = 0
     usid_shift: int = 0
 
+    def usid(self, ev: int) -> int:
+        if not self.ev_width:
+            return self.base
+        return self.base | (((ev >> self.ev_shift) & ((1 << self.ev_width) - 1)) << self.usid_shift)
+
 
 @dataclass(frozen=True, slots=True)
 class UsidTemplate:
-    """Per-destination uSID path: 32-bit locator block and up to six uSID slots."""
+    """Per-destination uSID path: 32-bit locator block and up to six uSID slots.
+
+    No slots means the destination is reached without a container (plain IPv6).
+    """
 
     block: int
     slots: tuple[UsidSlot, ...]
@@ -92,15 +79,16 @@ class UsidTemplate:
             if slot.ev_width and slot.usid_shift + slot.ev_width > USID_BITS:
                 raise ValueError("EV bits do not fit inside the uSID")
 
+    def usids(self, ev: int) -> list[int]:
+        """The uSIDs ``ev`` selects, in path order."""
+        return [slot.usid(ev) for slot in self.slots]
+
 
 def usid_container(template: UsidTemplate, ev: int) -> bytes:
     """Build the 16-byte destination address for ``ev`` from a per-destination template."""
     value = template.block
     for slot in template.slots:
-        usid = slot.base
-        if slot.ev_width:
-            usid |= ((ev >> slot.ev_shift) & ((1 << slot.ev_width) - 1)) << slot.usid_shift
-        value = (value << USID_BITS) | (usid & 0xFFFF)
+        value = (value << USID_BITS) | (slot.usid(ev) & 0xFFFF)
     value <<= USID_BITS * (USID_MAX - len(template.slots))
     return value.to_bytes(16, "big")
 
@@ -108,10 +96,6 @@ def usid_container(template: UsidTemplate, ev: int) -> bytes:
 def usid_active(addr: bytes) -> int:
     """The active uSID (bits 95..80 of the container): the one the next switch must own."""
     return int.from_bytes(addr[4:6], "big")
-
-
-def usid_block(addr: bytes) -> int:
-    return int.from_bytes(addr[0:4], "big")
 
 
 def usid_shift(addr: bytes) -> bytes:

@@ -1,14 +1,23 @@
-"""Parsing of human-written quantities in topology files: rates, durations, sizes, ratios.
+"""Parsing of human-written quantities: rates, durations, sizes, ratios, SI-prefixed amounts.
 
-Each parser accepts a number (SI base unit: bit/s, seconds, bytes, fraction) or a string with
-a unit, and raises ValueError with the accepted forms on anything else.
+Two dialects share one number grammar and one splitter (``split_quantity``):
+
+- topology files and the fabric CLIs (``parse_rate``, ``parse_duration``, ``parse_size``,
+  ``parse_ratio``): a number (SI base unit: bit/s, seconds, bytes, fraction) or a string with
+  a unit, case-insensitive (``1Gbps``, ``10us``, ``128KiB``, ``1%``), never negative;
+- scheduler parameters (``parse_prefixed``, ``parse_seconds``): an optional SI or IEC prefix
+  (case-sensitive: ``k``/``K`` 1e3, ``M`` 1e6, ``Ki`` 2**10, ...) then an optional unit name
+  (``800G``, ``4GiB``, ``500ns``), finite, sign allowed (the caller bounds the value).
+
+Every parser raises ValueError naming the accepted forms.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-_NUM = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+_QUANTITY = re.compile(r"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*([A-Za-zµ%/]*)")
 
 _RATE = {
     "bps": 1.0, "kbps": 1e3, "mbps": 1e6, "gbps": 1e9, "tbps": 1e12,
@@ -21,6 +30,12 @@ _SIZE = {
 }  # fmt: skip
 
 
+def split_quantity(text: str) -> tuple[str, float, str] | None:
+    """``'1.5 ms'`` -> ``('1.5', 1.5, 'ms')``: the number as written, its value, the unit."""
+    m = _QUANTITY.fullmatch(text.strip())
+    return None if m is None else (m.group(1), float(m.group(1)), m.group(2))
+
+
 def _split(value: object, what: str, example: str) -> tuple[float, str]:
     if isinstance(value, bool):
         raise ValueError(f"expected a {what} such as {example}, got {value!r}")
@@ -28,10 +43,10 @@ def _split(value: object, what: str, example: str) -> tuple[float, str]:
         return float(value), ""
     if not isinstance(value, str):
         raise ValueError(f"expected a {what} such as {example}, got {value!r}")
-    m = re.fullmatch(_NUM + r"\s*([A-Za-zµ%/]*)", value.strip())
-    if not m:
+    parts = split_quantity(value)
+    if parts is None or parts[0][0] in "+-":
         raise ValueError(f"cannot parse {value!r} as a {what} (expected e.g. {example})")
-    return float(m.group(1)), m.group(2)
+    return parts[1], parts[2]
 
 
 def parse_rate(value: object) -> float:
@@ -59,7 +74,7 @@ def parse_size(value: object) -> int:
     if scale is None:
         raise ValueError(f"unknown size unit {unit!r} in {value!r} (use B, KB, KiB, MB, MiB)")
     result = number * scale
-    if result != int(result):
+    if not math.isfinite(result) or result != int(result):
         raise ValueError(f"size {value!r} is not a whole number of bytes")
     return int(result)
 
@@ -72,6 +87,36 @@ def parse_ratio(value: object) -> float:
     if unit:
         raise ValueError(f"unknown ratio unit {unit!r} in {value!r} (use a fraction or %)")
     return number
+
+
+_PREFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15,
+             "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40}  # fmt: skip
+_SECONDS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "ps": 1e-12}
+
+
+def _finite(value: float, what: str, text: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{what} must be finite, got {text!r}")
+    return value
+
+
+def parse_prefixed(text: str, units: tuple[str, ...], what: str) -> float:
+    """Number, optional SI/IEC prefix, optional unit out of ``units``: '4GiB', '800G', '1e9'."""
+    parts = split_quantity(text)
+    if parts is not None:
+        _, number, suffix = parts
+        for prefix in sorted(_PREFIXES, key=len, reverse=True):
+            if suffix.startswith(prefix) and suffix[len(prefix):] in ("", *units):
+                return _finite(number * _PREFIXES[prefix], what, text)
+    raise ValueError(f"cannot parse {what} {text!r} (examples: 4GiB, 800G, 1e9)")
+
+
+def parse_seconds(text: str, what: str) -> float:
+    """Seconds with an optional unit (s, ms, us, µs, ns, ps): '500ns', '10us', '1e-3'."""
+    parts = split_quantity(text)
+    if parts is None or parts[2] not in _SECONDS:
+        raise ValueError(f"cannot parse {what} {text!r} (examples: 500ns, 10us, 1e-3)")
+    return _finite(parts[1] * _SECONDS[parts[2]], what, text)
 
 
 def format_rate(bps: float) -> str:

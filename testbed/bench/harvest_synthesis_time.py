@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from common.collectives import build
-
-from .engine import Synthesizer
-from .model import Params
+from controller.harvest.engine import Synthesizer
+from controller.harvest.model import Params
 
 PAPER = Params(degree=1, bandwidth_bps=800e9, alpha=500e-9, delta=500e-9, alpha_r=10e-6)
 SIZE = float(2**30)

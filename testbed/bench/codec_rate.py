@@ -70,7 +70,7 @@ def _per_call_us(step: Callable[[], object], seconds: float, rounds: int) -> flo
     return round(1e6 / max(_rate(step, seconds, rounds)[2], 1e-9), 3)
 
 
-def measure(seconds: float = 0.5, rounds: int = 3, compare: bool = True) -> dict[str, object]:
+def measure_codec_rates(seconds: float = 0.5, rounds: int = 3, compare: bool = True) -> dict[str, object]:
     frame = plain_frame(udp_sport=0xC123, flow_label=0)
     pkt = MrcPacket(
         Bth(opcode=Opcode.WRITE_MIDDLE, dest_qp=0x1234, psn=1000, ack_req=False),
@@ -166,7 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    figures = measure(max(0.05, args.seconds), max(1, args.rounds), getattr(args, "compare", True))
+    figures = measure_codec_rates(max(0.05, args.seconds), max(1, args.rounds), getattr(args, "compare", True))
     if args.json:
         print(json.dumps(figures))
     else:

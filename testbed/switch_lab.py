@@ -92,9 +92,6 @@ class Capture:
     frames: list[tuple[str, float, bytes]]
     marks: int  # stop-mark frames seen
 
-    def on(self, ifname: str) -> list[bytes]:
-        return [d for i, _, d in self.frames if i == ifname]
-
 
 @dataclass
 class Sniffer:

@@ -1,4 +1,4 @@
-"""Per-packet CPU of the host data path without sockets: ``python -m hosts.agent.pathbench``.
+"""Per-packet CPU of the host data path without sockets: ``python -m testbed.bench.host_path_cpu``.
 
 Drives a writer and a sink exactly as their agents do per packet, minus the system calls:
 writer ``HostCore.packets_to_send`` -> ``Framer.encode`` (ICRC) -> sink ``Framer.decode`` (ICRC
@@ -42,7 +42,7 @@ def _p10(values: list[float]) -> float:
     return sorted(values)[len(values) // 10] if values else 0.0
 
 
-def measure(size: int = 16 << 20, mtu: int = 4096) -> dict[str, Any]:
+def measure_host_path_cpu(size: int = 16 << 20, mtu: int = 4096) -> dict[str, Any]:
     """One transfer of ``size`` bytes; CPU microseconds per data packet (see module doc)."""
     ca, cb = _config(1, 2, mtu), _config(2, 1, mtu)
     a, b = build_core(ca), build_core(cb)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="runs; the best p10 figures kept")
     parser.add_argument("--mtu", type=int, default=4096)
     args = parser.parse_args(argv)
-    runs = [measure(args.size << 20, args.mtu) for _ in range(max(1, args.runs))]
+    runs = [measure_host_path_cpu(args.size << 20, args.mtu) for _ in range(max(1, args.runs))]
     best = {k: min(r[k] for r in runs) if k.endswith(("_p10", "_packet")) else runs[0][k]
             for k in runs[0]}
     print(json.dumps(best))
