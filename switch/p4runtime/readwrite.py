@@ -11,10 +11,10 @@ from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
 from common.p4schema.bytestrings import decode, encode, fits
+from switch.p4json.runtime import CounterArray, RegisterArray
 from switch.p4runtime import codec
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
-from switch.p4json.runtime import CounterArray, RegisterArray
 from switch.pipeline.state import Entry, ProgramState, Undo, WriteError
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,5 @@
-"""``python -m switch.programs [--check]``: rebuild (or check) the committed BMv2 JSON."""
+"""``python -m switch.programs [--check]``: rebuild (or check) the embedded target's own
+builds (programs compiled with defines, see switch.programs)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from switch.programs import BUILTIN, ROOT
+from switch.programs import OWN_BUILDS, ROOT
 from switch.stf.toolchain import ToolError, compile_p4
 
 
@@ -19,7 +20,7 @@ def build(out_dir: Path) -> dict[str, Path]:
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
-        for b in BUILTIN.values():
+        for b in OWN_BUILDS.values():
             out[b.name] = compile_p4(Path(b.source), out_dir / f"{b.name}.json", defines=b.defines)
     finally:
         os.chdir(cwd)
@@ -39,16 +40,16 @@ def main(argv: list[str] | None = None) -> int:
         stale = [n for n, p in built.items() if p.read_bytes() != _committed(n)]
         if args.check:
             for n in stale:
-                print(f"stale: {BUILTIN[n].json_path} (run python -m switch.programs)")
+                print(f"stale: {OWN_BUILDS[n].json_path} (run python -m switch.programs)")
             return 1 if stale else 0
         for n, p in built.items():
-            BUILTIN[n].json_path.write_bytes(p.read_bytes())
-            print(f"wrote {BUILTIN[n].json_path.relative_to(ROOT)}")
+            OWN_BUILDS[n].json_path.write_bytes(p.read_bytes())
+            print(f"wrote {OWN_BUILDS[n].json_path.relative_to(ROOT)}")
     return 0
 
 
 def _committed(name: str) -> bytes:
-    path = BUILTIN[name].json_path
+    path = OWN_BUILDS[name].json_path
     return path.read_bytes() if path.exists() else b""
 
 

@@ -127,8 +127,10 @@ def run(args: argparse.Namespace) -> int:
             return 2
         tests[0].json = args.program
     elif find_tool(P4C) is None:
-        print(f"stf: {P4C} not found (looked in $P4C_BIN_DIR, PATH and /opt/p4/bin); "
-              "give a compiled program with --program", file=sys.stderr)
+        from common.p4toolchain import missing_message
+
+        print(f"stf: {missing_message(P4C)} (or give a compiled program with --program)",
+              file=sys.stderr)
         return 2
     targets = ["embedded", "bmv2"] if args.target == "both" else [args.target]
     with tempfile.TemporaryDirectory(prefix="mrcnet-stf-") as tmp:

@@ -1,20 +1,16 @@
-"""Where p4c and BMv2 are, and compiling a P4 program to BMv2 JSON.
-
-The tools are optional (the embedded target needs none). A tool is looked up in
-``$P4C_BIN_DIR`` (when set), then on ``PATH``, then in ``/opt/p4/bin`` (where the shared
-toolchain installs itself).
+"""Finding p4c and BMv2 (as common.p4toolchain does: $P4C, $P4_BIN_DIR, PATH, /opt/p4/bin)
+and compiling a P4 program to BMv2 JSON with include paths and defines.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
-BIN_DIR_VAR = "P4C_BIN_DIR"
-DEFAULT_BIN_DIR = Path("/opt/p4/bin")
-P4C = "p4c-bm2-ss"
+from common import p4toolchain
+
+P4C = p4toolchain.P4C_TOOL
 SIMPLE_SWITCH = "simple_switch"
 SIMPLE_SWITCH_CLI = "simple_switch_CLI"
 COMPILE_TIMEOUT = 300.0
@@ -25,27 +21,19 @@ class ToolError(Exception):
 
 
 def find_tool(name: str) -> Path | None:
-    bin_dir = os.environ.get(BIN_DIR_VAR)
-    if bin_dir:
-        candidate = Path(bin_dir) / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    found = shutil.which(name)
-    if found:
-        return Path(found)
-    candidate = DEFAULT_BIN_DIR / name
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return candidate
-    return None
+    try:
+        return p4toolchain.find_p4c() if name == P4C else p4toolchain.find_tool(name)
+    except p4toolchain.ToolchainError:
+        return None
 
 
 def require_tool(name: str) -> Path:
-    path = find_tool(name)
+    try:
+        path = p4toolchain.find_p4c() if name == P4C else p4toolchain.find_tool(name)
+    except p4toolchain.ToolchainError as exc:
+        raise ToolError(str(exc)) from None
     if path is None:
-        raise ToolError(
-            f"{name} not found (looked in ${BIN_DIR_VAR}, PATH and {DEFAULT_BIN_DIR}); install "
-            f"p4c/BMv2 (e.g. sudo ../shared/p4tools/install.sh) or set {BIN_DIR_VAR}"
-        )
+        raise ToolError(p4toolchain.missing_message(name))
     return path
 
 
