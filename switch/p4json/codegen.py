@@ -124,46 +124,46 @@ class Generator(ParserGen, ControlGen):
         self.g.consts["_INIT"] = self.initial_values(state)
         self.g.consts["_STATE"] = tuple(state)
         w = Writer()
-        ingress_body = self._ingress(state, meta)
-        egress_body = self._egress(state, meta)
-        w.lines += ingress_body
-        w.lines += egress_body
+        w.lines += self._ingress(state, meta)
+        w.lines += self._egress(state, meta)
+        w.lines += self._fast(state, meta)
         return w.text()
 
     def _init_state(self, w: Writer, state: list[str]) -> None:
         if state:
             w(f"{', '.join(state)}, = _INIT")
         for h in self.prog.headers.values():
-            if h.metadata and h.name != "standard_metadata":
-                pass
-        for h in self.prog.headers.values():
             if h.metadata:
                 w(f"{self.names.valid(h.name)} = 1")
 
-    def _ingress(self, state: list[str], meta: set[str]) -> list[str]:
-        w = Writer()
-        w("def ingress(frame, in_port, itype, pres, now_us, ilen, reparse):")
-        w.indent()
+    def _ingress_body(self, w: Writer, state: list[str], meta: set[str], fused: bool) -> None:
+        """Metadata set-up, parser, checksum verification, ingress control."""
         self._init_state(w, state)
         w("perr = 0; cksum_err = 0; ex = 0; plen = ilen; trunc = -1")
         w("cl_sid = 0; cl_fl = 0; rs_fl = 0; lf_id = 0; rc_fl = 0")
         for f, value in (("ingress_port", "in_port"), ("packet_length", "ilen"),
-                         ("instance_type", "itype"), ("ingress_global_timestamp", "now_us")):
+                         ("instance_type", "0" if fused else "itype"),
+                         ("ingress_global_timestamp", "now_us")):
             self.set_sm(w, f, value)
-        self.restore_preserved(w)
+        if not fused:
+            self.restore_preserved(w)
         self.parser(w)
         w("pay = pos")
         err_var = self.sm("parser_error")
         self.verify_checksums(w)
-        w("if reparse:")
-        w.indent()
-        for var in sorted(meta):
-            w(f"{var} = 0")
-        w(f"return ({', '.join(state)}{',' if state else ''}), pay, plen")
-        w.dedent()
+        if not fused:
+            w("if reparse:")
+            w.indent()
+            for var in sorted(meta):
+                w(f"{var} = 0")
+            w(f"return ({', '.join(state)}{',' if state else ''}), pay, plen")
+            w.dedent()
         if err_var is not None:
             w(f"{err_var} = perr")
         self.control(w, self.prog.pipelines["ingress"], "ingress")
+
+    def _ingress_result(self, w: Writer, state: list[str]) -> str:
+        """Emit the field-list / digest values; returns the ingress result tuple."""
         spec = self.sm("egress_spec") or "0"
         grp = self.sm("mcast_grp") or "0"
         self.field_list_code(w, "cl_fl", "cl_vals") if self.prog.field_lists else w("cl_vals = None")
@@ -175,25 +175,30 @@ class Generator(ParserGen, ControlGen):
                 vals = [self._fl_field(h, f) for h, f in fields]
                 w(f"{'if' if first else 'elif'} lf_id == {lid}: lf_vals = ({''.join(v + ', ' for v in vals)})")
                 first = False
-        w(f"return (({', '.join(state)}{',' if state else ''}), {spec}, {grp}, cl_sid, cl_fl, "
-          "cl_vals, rs_fl, rs_vals, lf_id, lf_vals, plen, pay, trunc, perr)")
+        return (f"(({', '.join(state)}{',' if state else ''}), {spec}, {grp}, cl_sid, cl_fl, "
+                "cl_vals, rs_fl, rs_vals, lf_id, lf_vals, plen, pay, trunc, perr)")
+
+    def _ingress(self, state: list[str], meta: set[str]) -> list[str]:
+        w = Writer()
+        w("def ingress(frame, in_port, itype, pres, now_us, ilen, reparse):")
+        w.indent()
+        self._ingress_body(w, state, meta, fused=False)
+        w(f"return {self._ingress_result(w, state)}")
         return w.lines
 
-    def _egress(self, state: list[str], meta: set[str]) -> list[str]:
-        w = Writer()
-        w("def egress(frame, phv, pres, itype, eport, rid, enq, enq_bytes, now_us, ilen, plen, "
-          "pay, trunc):")
-        w.indent()
-        if state:
-            w(f"{', '.join(state)}, = phv")
+    def _egress_body(self, w: Writer, state: list[str], meta: set[str], fused: bool) -> None:
+        """Egress metadata, the egress control, clone state, checksum update, deparser; the
+        returns: ``egress`` returns EGRESS_OUT, ``fast`` (0, (port, prio, data, truncated)),
+        (0, None) when dropped, (2, EGRESS_OUT) when a clone or recirculation follows."""
         for h in self.prog.headers.values():
             if h.metadata:
                 w(f"{self.names.valid(h.name)} = 1")
         w("ex = 0; cl_sid = 0; cl_fl = 0; rc_fl = 0; lf_id = 0; rs_fl = 0")
-        self.restore_preserved(w)
+        if not fused:
+            self.restore_preserved(w)
         sets = (
             ("egress_port", "eport"), ("egress_spec", str(self.drop_port + 1)),
-            ("packet_length", "plen"), ("instance_type", "itype"),
+            ("packet_length", "plen"), ("instance_type", "0" if fused else "itype"),
             ("enq_qdepth", "enq"), ("deq_qdepth", "enq"),
             ("enq_timestamp", "now_us"), ("deq_timedelta", "0"),
             ("egress_global_timestamp", "now_us"),
@@ -201,7 +206,7 @@ class Generator(ParserGen, ControlGen):
         for f, value in sets:
             self.set_sm(w, f, value)
         rid_var = self.sm("egress_rid")
-        if rid_var is not None:
+        if rid_var is not None and not fused:
             w(f"if rid >= 0: {rid_var} = rid")
         if self.user_qbytes is not None:
             w(f"{self.user_qbytes} = min(enq_bytes, 0xFFFFFFFF)")
@@ -219,10 +224,50 @@ class Generator(ParserGen, ControlGen):
         cloned = ["0" if var in meta else var for var in state]
         w(f"cl_phv = ({', '.join(cloned)}{',' if cloned else ''})")
         w.dedent()
+        result = "(data, {prio}, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)"
+        dropped = f"(None, {prio}, False, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)"
         if spec is not None:
             w(f"if {spec} == {self.drop_port}:")
-            w(f"    return (None, {prio}, False, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
+            if fused:
+                w(f"    if cl_sid: return (2, ({dropped}, eport, plen, pay, trunc))")
+                w("    return (0, None)")
+            else:
+                w(f"    return {dropped}")
         self.update_checksums(w)
         self.deparse(w)
-        w(f"return (data, {prio}, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals)")
+        if fused:
+            w(f"if cl_sid or rc_fl: return (2, ({result.format(prio=prio)}, eport, plen, pay, "
+              "trunc))")
+            w(f"return (0, (eport, {prio}, data, cut))")
+        else:
+            w(f"return {result.format(prio=prio)}")
+
+    def _egress(self, state: list[str], meta: set[str]) -> list[str]:
+        w = Writer()
+        w("def egress(frame, phv, pres, itype, eport, rid, enq, enq_bytes, now_us, ilen, plen, "
+          "pay, trunc):")
+        w.indent()
+        if state:
+            w(f"{', '.join(state)}, = phv")
+        self._egress_body(w, state, meta, fused=False)
+        return w.lines
+
+    def _fast(self, state: list[str], meta: set[str]) -> list[str]:
+        """Ingress and egress in one function for a received packet that leaves as one
+        unicast copy (no clone, resubmit, digest, multicast): no PHV tuple between them.
+        Anything else returns (1, INGRESS_OUT) and the engine goes on from there."""
+        w = Writer()
+        w("def fast(frame, in_port, now_us, ilen, qdepth):")
+        w.indent()
+        self._ingress_body(w, state, meta, fused=True)
+        spec = self.sm("egress_spec") or "0"
+        grp = self.sm("mcast_grp") or "0"
+        w(f"if cl_sid or rs_fl or lf_id or {grp} or {spec} == {self.drop_port}:")
+        w.indent()
+        w(f"return (1, {self._ingress_result(w, state)})")
+        w.dedent()
+        prio = self.sm("priority") or "0"
+        w(f"eport = {spec}")
+        w(f"enq, enq_bytes = qdepth(eport, {prio})")
+        self._egress_body(w, state, meta, fused=True)
         return w.lines

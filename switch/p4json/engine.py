@@ -37,6 +37,7 @@ from switch.p4json.runtime import (
     MeterArray,
     RegisterArray,
     ValueSet,
+    prefix_mask,
 )
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ class Engine:
         }
         self.vsets = {v.name: ValueSet(v) for v in self.prog.vsets.values()}
         try:
-            self._ingress, self._egress = self._compile(gen)
+            self._ingress, self._egress, self.fast = self._compile(gen)
         except (SyntaxError, RecursionError, MemoryError) as exc:
             raise ConfigError(f"program too large or malformed to compile: {exc}") from None
         state = list(gen.g.consts["_STATE"])  # type: ignore[call-overload]
@@ -150,7 +151,7 @@ class Engine:
         self._prio_index = state.index(prio) if prio in state else -1
 
     # -- compilation ---------------------------------------------------------------------------
-    def _compile(self, gen: cg.Generator) -> tuple[Any, Any]:
+    def _compile(self, gen: cg.Generator) -> tuple[Any, Any, Any]:
         ns: dict[str, Any] = {"__builtins__": __builtins__, "_NOACT": (None, ())}
         ns.update(ops.HELPERS)
         ns.update(gen.g.consts)
@@ -178,9 +179,14 @@ class Engine:
             ns[gname] = hashes.algorithm(algo)
         for gname, vname in gen.g.vsets.items():
             ns[gname] = self.vsets[vname].values
+        for gname in gen.g.tables:
+            table = self.tables[gen.g.tables[gname]]
+            ns[gname + "B"], ns[gname + "L"] = table.by_len, table.lens
+        for width in gen.g.lpm_widths:
+            ns[f"_PM{width}"] = tuple(prefix_mask(width, n) for n in range(width + 1))
         code = compile(self.source, f"<p4json {self.name}>", "exec")
         exec(code, ns)
-        return ns["ingress"], ns["egress"]
+        return ns["ingress"], ns["egress"], ns["fast"]
 
     def _log_msg(self, fmt: str, values: tuple[int, ...]) -> None:
         if not log.isEnabledFor(logging.INFO):
@@ -247,7 +253,15 @@ class Engine:
         self.stats.packets += 1
         outs: list[Output] = []
         try:
-            self._run(frame, port, self.now_us(now), qdepth or _no_queues, outs)
+            now_us = self.now_us(now)
+            q = qdepth or _no_queues
+            kind, r = self.fast(frame, port, now_us, len(frame), q)
+            if kind == 0:
+                if r is not None:
+                    self.stats.outputs += 1
+                    return [Output(r[0], r[1], r[2], cg.NORMAL, r[3])]
+            else:
+                self.finish(kind, r, frame, port, now_us, q, outs)
         except P4Abort as exc:
             self.stats.aborted += 1
             log.debug("packet dropped: %s", exc)
@@ -263,11 +277,23 @@ class Engine:
             self.stats.dropped += 1
         return outs
 
-    def _run(self, frame: bytes, port: int, now_us: int, qdepth: QDepthFn,
-             outs: list[Output]) -> None:
-        work: deque[tuple[bytes, int, int, Any, int]] = deque([(frame, port, cg.NORMAL, None, now_us)])
-        passes = 0
+    def finish(self, kind: int, r: Any, frame: bytes, port: int, now_us: int, qdepth: QDepthFn,
+               outs: list[Output]) -> None:
+        """Go on where ``fast`` stopped: after ingress (kind 1: its INGRESS_OUT) or after the
+        egress of the unicast copy (kind 2: its EGRESS_OUT, a clone or recirculation follows)."""
+        work: deque[tuple[bytes, int, int, Any, int]] = deque()
         budget = [MAX_COPIES]
+        if kind == 1:
+            self._after_ingress(r, frame, port, now_us, len(frame), qdepth, outs, work, budget)
+        else:
+            result, eport, plen, pay, trunc = r
+            self._after_egress(result, frame, cg.NORMAL, eport, now_us, len(frame), plen, pay,
+                               trunc, qdepth, outs, work, budget)
+        self._run(work, qdepth, outs, budget)
+
+    def _run(self, work: deque[tuple[bytes, int, int, Any, int]], qdepth: QDepthFn,
+             outs: list[Output], budget: list[int]) -> None:
+        passes = 1
         while work:
             passes += 1
             if passes > MAX_PASSES:
@@ -276,31 +302,37 @@ class Engine:
             data, in_port, itype, pres, ts = work.popleft()
             ilen = len(data)
             r = self._ingress(data, in_port, itype, pres, ts, ilen, False)
-            (phv, espec, mgid, cl_sid, cl_fl, cl_vals, rs_fl, rs_vals, lf_id, lf_vals,
-             plen, pay, trunc, _perr) = r
-            if cl_sid:
-                session = self.mirror.get(cl_sid & 0x7FFF)
-                if session is not None:
-                    cphv, cpay, _cplen = self._ingress(data, in_port, cg.INGRESS_CLONE, None, ts,
-                                                      ilen, True)
-                    cpres = (cl_fl, cl_vals) if cl_vals is not None else None
-                    for tport, rid in self._targets(session):
-                        self._egress_copy(data, cphv, cpres, cg.INGRESS_CLONE, tport, rid, ts,
-                                          ilen, ilen, cpay, -1, qdepth, outs, work, budget)
-            if lf_id and lf_vals is not None:
-                self.digests.append((self.prog.learn_lists[lf_id][0], lf_vals))
-            if rs_fl:
-                work.append((data, 0, cg.RESUBMIT, (rs_fl, rs_vals) if rs_vals is not None else None, 0))
-                continue
-            if mgid:
-                for tport, rid in self.replicas(mgid):
-                    self._egress_copy(data, phv, None, cg.REPLICATION, tport, rid, ts, ilen, plen,
-                                      pay, trunc, qdepth, outs, work, budget)
-                continue
-            if espec == self.prog.drop_port:
-                continue
-            self._egress_copy(data, phv, None, cg.NORMAL, espec, -1, ts, ilen, plen, pay, trunc,
-                              qdepth, outs, work, budget)
+            self._after_ingress(r, data, in_port, ts, ilen, qdepth, outs, work, budget, itype)
+
+    def _after_ingress(self, r: Any, data: bytes, in_port: int, ts: int, ilen: int,
+                       qdepth: QDepthFn, outs: list[Output], work: deque[Any],
+                       budget: list[int], itype: int = cg.NORMAL) -> None:
+        """The v1model steps between ingress and egress (simple_switch ingress_thread)."""
+        (phv, espec, mgid, cl_sid, cl_fl, cl_vals, rs_fl, rs_vals, lf_id, lf_vals,
+         plen, pay, trunc, _perr) = r
+        if cl_sid:
+            session = self.mirror.get(cl_sid & 0x7FFF)
+            if session is not None:
+                cphv, cpay, _cplen = self._ingress(data, in_port, cg.INGRESS_CLONE, None, ts,
+                                                  ilen, True)
+                cpres = (cl_fl, cl_vals) if cl_vals is not None else None
+                for tport, rid in self._targets(session):
+                    self._egress_copy(data, cphv, cpres, cg.INGRESS_CLONE, tport, rid, ts,
+                                      ilen, ilen, cpay, -1, qdepth, outs, work, budget)
+        if lf_id and lf_vals is not None:
+            self.digests.append((self.prog.learn_lists[lf_id][0], lf_vals))
+        if rs_fl:
+            work.append((data, 0, cg.RESUBMIT, (rs_fl, rs_vals) if rs_vals is not None else None, 0))
+            return
+        if mgid:
+            for tport, rid in self.replicas(mgid):
+                self._egress_copy(data, phv, None, cg.REPLICATION, tport, rid, ts, ilen, plen,
+                                  pay, trunc, qdepth, outs, work, budget)
+            return
+        if espec == self.prog.drop_port:
+            return
+        self._egress_copy(data, phv, None, cg.NORMAL, espec, -1, ts, ilen, plen, pay, trunc,
+                          qdepth, outs, work, budget)
 
     def _targets(self, session: MirrorSession) -> list[tuple[int, int]]:
         out: list[tuple[int, int]] = []
@@ -319,9 +351,16 @@ class Engine:
             return
         prio = phv[self._prio_index] if self._prio_index >= 0 else 0
         enq, enq_bytes = qdepth(port, prio)
-        (data, out_prio, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals) = self._egress(
-            frame, phv, pres, itype, port, rid, enq, enq_bytes, ts, ilen, plen, pay, trunc
-        )
+        r = self._egress(frame, phv, pres, itype, port, rid, enq, enq_bytes, ts, ilen, plen, pay,
+                         trunc)
+        self._after_egress(r, frame, itype, port, ts, ilen, plen, pay, trunc, qdepth, outs, work,
+                           budget)
+
+    def _after_egress(self, r: Any, frame: bytes, itype: int, port: int, ts: int, ilen: int,
+                      plen: int, pay: int, trunc: int, qdepth: QDepthFn, outs: list[Output],
+                      work: deque[Any], budget: list[int]) -> None:
+        """Egress clone, drop, recirculation or output of one copy (egress_thread)."""
+        (data, out_prio, cut, cl_sid, cl_fl, cl_phv, cl_vals, rc_fl, rc_vals) = r
         if cl_sid:
             session = self.mirror.get(cl_sid & 0x7FFF)
             if session is not None and cl_phv is not None:

@@ -65,6 +65,7 @@ class Globals:
     hashes: dict[str, str] = field(default_factory=dict)  # global -> algorithm name
     vsets: dict[str, str] = field(default_factory=dict)
     consts: dict[str, object] = field(default_factory=dict)
+    lpm_widths: set[int] = field(default_factory=set)  # _PM<w>: prefix masks by length
 
 
 class GenBase:

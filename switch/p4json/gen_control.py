@@ -111,8 +111,17 @@ class ControlGen(PrimitiveGen):
         elif mode == "exact":
             key = keys[0] if len(keys) == 1 else f"({', '.join(keys)},)"
             w(f"e = {g}X.get({key})")
+        elif mode == "lpm" and len(keys) == 1:  # TableState.lookup_lpm, inlined
+            width = t.keys[0].width
+            self.g.lpm_widths.add(width)
+            kv = self.fresh("k")
+            w(f"{kv} = {keys[0]}")
+            w("e = None")
+            w(f"for _pl in {g}L:")
+            w(f"    e = {g}B[_pl].get({kv} & _PM{width}[_pl])")
+            w("    if e is not None: break")
         elif mode == "lpm":
-            key = keys[0] if len(keys) == 1 else f"({', '.join(keys)},)"
+            key = f"({', '.join(keys)},)"
             w(f"e = {g}.lookup_lpm({key})")
         else:
             w(f"e = {g}.lookup_ternary(({', '.join(keys)},))")

@@ -607,6 +607,7 @@ def _load(root: Json) -> Program:
         raw=root,
     )
     _check_references(prog)
+    _check_sizes(prog)
     return prog
 
 
@@ -779,6 +780,26 @@ def _pipeline(p: Json, headers: dict[str, Header], actions: dict[int, Action]) -
             if nxt is not None and nxt not in nodes:
                 raise ConfigError(f"conditional {c.name}: unknown next node {nxt}")
     return Pipeline(pname, init, tables, conditionals, profiles)
+
+
+MAX_ARRAY = 1 << 24  # cells of one counter, register or meter array
+
+
+def _check_sizes(prog: Program) -> None:
+    for kind, arrays in (("counter", prog.counters), ("meter", prog.meters),
+                         ("register", prog.registers)):
+        for a in arrays.values():  # type: ignore[attr-defined]
+            if not 0 <= a.size <= MAX_ARRAY:
+                raise ConfigError(f"{kind} array {a.name} has size {a.size}")
+    for r in prog.registers.values():
+        if r.width < 1:
+            raise ConfigError(f"register array {r.name} has width {r.width}")
+    for t in prog.all_tables():
+        if t.size < 0:
+            raise ConfigError(f"table {t.name} has size {t.size}")
+    for v in prog.vsets.values():
+        if v.width < 1:
+            raise ConfigError(f"value set {v.name} has width {v.width}")
 
 
 def _check_references(prog: Program) -> None:

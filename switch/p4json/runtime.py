@@ -16,7 +16,8 @@ Mutations validate first and raise ``EntryError``; they never leave a table half
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from array import array
+from collections.abc import MutableSequence, Sequence
 from dataclasses import dataclass
 
 from switch.p4json import program as pm
@@ -451,6 +452,11 @@ class ActionProfile:
         self.rebuild()
 
 
+def cells64(size: int) -> array[int]:
+    """``size`` zeroed unsigned 64-bit cells (the C backend writes them in place)."""
+    return array("Q", bytes(8 * size))
+
+
 class CounterArray:
     """An indirect counter: packets and bytes per cell (bytes = the packet's received length).
     The generated code adds to ``packets``/``bytes`` in place: never rebind them."""
@@ -460,8 +466,8 @@ class CounterArray:
     def __init__(self, name: str, size: int) -> None:
         self.name = name
         self.size = size
-        self.packets = [0] * size
-        self.bytes = [0] * size
+        self.packets: MutableSequence[int] = cells64(size)
+        self.bytes: MutableSequence[int] = cells64(size)
 
     def count(self, index: int, nbytes: int) -> None:
         """One packet of ``nbytes`` into cell ``index`` (out of range: ignored, as BMv2)."""
@@ -470,8 +476,8 @@ class CounterArray:
             self.bytes[index] += nbytes
 
     def reset(self) -> None:
-        self.packets[:] = [0] * self.size
-        self.bytes[:] = [0] * self.size
+        self.packets[:] = cells64(self.size)
+        self.bytes[:] = cells64(self.size)
 
 
 class RegisterArray:
@@ -485,7 +491,7 @@ class RegisterArray:
         self.size = size
         self.width = width
         self.mask = (1 << width) - 1
-        self.cells = [0] * size
+        self.cells: MutableSequence[int] = cells64(size) if width <= 64 else [0] * size
 
     @property
     def bitwidth(self) -> int:
@@ -499,7 +505,7 @@ class RegisterArray:
             self.cells[index] = value & self.mask
 
     def reset(self) -> None:
-        self.cells[:] = [0] * self.size
+        self.cells[:] = cells64(self.size) if self.width <= 64 else [0] * self.size
 
 
 class Meter:

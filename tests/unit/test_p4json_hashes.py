@@ -112,7 +112,7 @@ def test_counters_and_registers_ignore_out_of_range_indices_and_mask_values() ->
     c.count(3, 100)
     c.count(4, 100)
     c.count(-1, 100)
-    assert (c.packets, c.bytes) == ([0, 0, 0, 1], [0, 0, 0, 100])
+    assert (list(c.packets), list(c.bytes)) == ([0, 0, 0, 1], [0, 0, 0, 100])
     r = RegisterArray("r", 2, 3)
     r.write(1, 0xF)
     r.write(2, 1)
