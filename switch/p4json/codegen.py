@@ -209,7 +209,7 @@ class Generator(ParserGen, ControlGen):
         if rid_var is not None and not fused:
             w(f"if rid >= 0: {rid_var} = rid")
         if self.user_qbytes is not None:
-            w(f"{self.user_qbytes} = min(enq_bytes, 0xFFFFFFFF)")
+            w(f"{self.user_qbytes} = min(enq_bytes, {self.user_qbytes_max})")
         self.control(w, self.prog.pipelines["egress"], "egress")
         spec = self.sm("egress_spec")
         prio = self.sm("priority") or "0"

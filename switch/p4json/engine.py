@@ -99,9 +99,13 @@ class Engine:
         seed: int = 0,
         name: str = "program",
         origin: float | None = None,
+        backend: str = "python",
     ) -> None:
         """``origin``: the clock reading timestamps count from (default: now, as BMv2 counts
-        from its start); the embedded switch passes 0 (microseconds of its own clock)."""
+        from its start); the embedded switch passes 0 (microseconds of its own clock).
+        ``backend``: "python", or "c" / "auto" to run the common path (``fast``) compiled to
+        C when the program allows it (switch.p4json.cbackend; "c" raises ConfigError when it
+        cannot, "auto" falls back to Python). ``backend_reason`` says why Python runs."""
         self.prog = source if isinstance(source, pm.Program) else pm.load_program(source)
         self.name = name
         self.clock = clock
@@ -146,6 +150,23 @@ class Engine:
             self._ingress, self._egress, self.fast = self._compile(gen)
         except (SyntaxError, RecursionError, MemoryError) as exc:
             raise ConfigError(f"program too large or malformed to compile: {exc}") from None
+        self.backend = "python"
+        self.backend_reason = "python backend requested"
+        if backend not in ("python", "c", "auto"):
+            raise ValueError(f"unknown backend {backend!r}")
+        if backend != "python":
+            from switch.p4json import cbackend
+
+            cfast, why = cbackend.load(self)
+            if cfast is not None:
+                self.py_fast, self.fast = self.fast, cfast
+                self.backend, self.backend_reason = "c", ""
+            elif backend == "c":
+                raise ConfigError(f"program {name}: {why}")
+            else:
+                self.backend_reason = why
+                level = logging.WARNING if why.startswith("C backend unavailable") else logging.INFO
+                log.log(level, "program %s runs in Python: %s", name, why)
         state = list(gen.g.consts["_STATE"])  # type: ignore[call-overload]
         prio = gen.sm("priority")
         self._prio_index = state.index(prio) if prio in state else -1

@@ -345,7 +345,9 @@ class ExprCompiler:
             if st.type != STACK or not isinstance(st.ref, str):
                 raise ConfigError(f"{self.where}: {op} of a {st.type}")
             n = self.names.next(st.ref)
-            return Typed(f"({n} - 1)" if op == "last_stack_index" else n, DATA)
+            if op == "size_stack":
+                return Typed(n, DATA)
+            return Typed(f"(({n} - 1) & 0xFFFFFFFFFFFFFFFF)", DATA)  # size_t, as in BMv2
         if op == "dereference_union_stack":
             us = self.compile(left)
             if us.type != USTACK or not isinstance(us.ref, str):

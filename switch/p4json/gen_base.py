@@ -106,13 +106,16 @@ class GenBase:
 
     def _find_qdepth_bytes(self) -> str | None:
         """A user metadata field named ``enq_qdepth_bytes``: the embedded target fills it with
-        the bytes queued at enqueue (docs/switch.md, intrinsic metadata)."""
+        the bytes queued at enqueue, saturated at its width (docs/switch.md, intrinsic
+        metadata). Sets ``user_qbytes_max``."""
+        self.user_qbytes_max = 0
         for h in self.prog.headers.values():
             if not h.metadata or h.name == "standard_metadata":
                 continue
             for i, f in enumerate(h.type.fields):
                 named = f.name == "enq_qdepth_bytes" or f.name.endswith(".enq_qdepth_bytes")
-                if named and self.names.is_touched(h.name, i):
+                if named and self.names.is_touched(h.name, i) and not f.signed and not f.vl:
+                    self.user_qbytes_max = (1 << f.width) - 1
                     return self.names.field_at(h.name, i)
         return None
 

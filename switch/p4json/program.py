@@ -794,6 +794,10 @@ def _check_sizes(prog: Program) -> None:
     for r in prog.registers.values():
         if r.width < 1:
             raise ConfigError(f"register array {r.name} has width {r.width}")
+    for h in prog.headers.values():
+        if not h.metadata and h.type.fixed_bits % 8:
+            raise ConfigError(f"header {h.name}: its fields are {h.type.fixed_bits} bits, not a "
+                              "whole number of bytes (BMv2 asserts the same)")
     for t in prog.all_tables():
         if t.size < 0:
             raise ConfigError(f"table {t.name} has size {t.size}")

@@ -36,11 +36,12 @@ class EntryError(Exception):
 
 
 class Entry:
-    """One table entry. ``action``/``args`` for direct tables; ``member``/``group`` for
-    indirect ones. ``counter`` is [packets, bytes] when the table has direct counters."""
+    """One table entry. ``action``/``args`` for direct tables (also as the pair ``call``,
+    which the C backend reads); ``member``/``group`` for indirect ones. ``counter`` is
+    [packets, bytes] when the table has direct counters."""
 
     __slots__ = (
-        "action", "args", "counter", "group", "key", "member", "meter", "priority", "ranges",
+        "action", "args", "call", "counter", "group", "key", "member", "meter", "priority", "ranges",
         "seq", "tag", "ternary",
     )
 
@@ -57,6 +58,7 @@ class Entry:
         self.priority = priority
         self.action = action
         self.args = args
+        self.call = (action, args)
         self.member = member
         self.group = group
         self.counter: list[int] | None = None

@@ -68,7 +68,8 @@ class Pipeline:
                                  "No device config (BMv2 JSON) given for this P4Info")
             source = builtin_json(program.name)
         try:
-            engine = Engine(source, clock=time.monotonic, origin=0.0, name=program.name)
+            engine = Engine(source, clock=time.monotonic, origin=0.0, name=program.name,
+                            backend="auto")
             binding = bind(program, engine)
         except ConfigError as exc:
             raise WriteError(code_pb2.INVALID_ARGUMENT, f"Device config refused: {exc}") from None

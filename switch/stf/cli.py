@@ -69,7 +69,7 @@ def build(tests: list[Test], build_dir: Path, jobs: int) -> None:
         list(pool.map(one, tests))
 
 
-def run_test(test: Test, target: str, work: Path) -> tuple[str, str]:
+def run_test(test: Test, target: str, work: Path, backend: str = "auto") -> tuple[str, str]:
     if test.compile_error:
         return "fail", test.compile_error
     assert test.json is not None
@@ -78,7 +78,7 @@ def run_test(test: Test, target: str, work: Path) -> tuple[str, str]:
     except (OSError, StfError) as exc:
         return "fail", f"cannot read {test.stf.name}: {exc}"
     if target == "embedded":
-        return embedded.run(test.json.read_bytes(), commands, test.name)
+        return embedded.run(test.json.read_bytes(), commands, test.name, backend)
     from switch.stf import bmv2
 
     try:
@@ -110,6 +110,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", type=Path, help="a directory of NAME.p4 + NAME.stf, or one file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--target", choices=TARGETS, default="embedded")
+    parser.add_argument("--backend", choices=("auto", "python", "c"), default="auto",
+                        help="embedded target: run the common path in C when eligible (auto, as "
+                        "the switch does), always in Python, or require C")
     parser.add_argument("--program", type=Path, help="BMv2 JSON to use (one test only)")
     parser.add_argument("--build", type=Path, help="keep compiled programs and BMv2 logs here")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compilations")
@@ -141,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         reasons: dict[str, str] = {}
         for test in tests:
             for target in targets:
-                test.results[target] = run_test(test, target, work)
+                test.results[target] = run_test(test, target, work, args.backend)
             status, why = combine(test.results)
             statuses[test.name], reasons[test.name] = status, why
             if not args.json:

@@ -18,10 +18,11 @@ class SetupError(Exception):
     """A command the target refused (p4c's driver would see the CLI fail)."""
 
 
-def run(json_text: str | bytes, commands: list[Command], name: str = "program") -> tuple[str, str]:
-    """(status, reason): "pass" | "fail" | "unsupported"."""
+def run(json_text: str | bytes, commands: list[Command], name: str = "program",
+        backend: str = "auto") -> tuple[str, str]:
+    """(status, reason): "pass" | "fail" | "unsupported". ``backend``: see Engine."""
     try:
-        engine = Engine(json_text, name=name, clock=lambda: 0.0)
+        engine = Engine(json_text, name=name, clock=lambda: 0.0, backend=backend)
     except Unsupported as exc:
         return "unsupported", str(exc)
     except ConfigError as exc:

@@ -9,7 +9,10 @@ with ``switch.p4json.engine.Engine`` and compare with an independent computation
 from __future__ import annotations
 
 import copy
+from functools import cache
 from typing import Any
+
+import pytest
 
 Json = Any
 
@@ -241,3 +244,22 @@ def one_header(fields: list[tuple[str, int] | tuple[str, int, bool]]) -> Builder
 
 def to_port(port: int) -> Json:
     return assign(field("standard_metadata", "egress_spec"), hexstr(port, 9))
+
+
+@cache
+def c_backend_missing() -> str:
+    """'' when the engine's C backend builds here, else why not (no compiler, ...)."""
+    from switch.p4json.engine import Engine
+
+    b = one_header([("a", 8)])
+    b.chain("ingress", [b.call("ingress", "fwd", [to_port(1)])])
+    engine = Engine(b.json(), backend="auto")
+    return "" if engine.backend == "c" else engine.backend_reason
+
+
+# parametrize a test over the engine's backends (the C one where it builds)
+BACKENDS = [
+    pytest.param("python"),
+    pytest.param("c", marks=pytest.mark.skipif(
+        c_backend_missing() != "", reason=f"C backend unavailable: {c_backend_missing()}")),
+]

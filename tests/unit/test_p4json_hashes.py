@@ -13,7 +13,7 @@ import pytest
 from switch.p4json import hashes
 from switch.p4json.engine import Engine
 from switch.p4json.runtime import CounterArray, RegisterArray
-from tests.unit.p4json_programs import Builder, extract, field, hexstr, prim, to_port
+from tests.unit.p4json_programs import BACKENDS, Builder, extract, field, hexstr, prim, to_port
 
 CHECK = b"123456789"
 
@@ -76,7 +76,7 @@ def test_round_robin_counts_and_the_consistent_one_remembers() -> None:
     assert not hashes.deterministic("round_robin") and hashes.deterministic("crc16")
 
 
-def _packing_engine() -> Engine:
+def _packing_engine(backend: str = "python") -> Engine:
     b = Builder()
     b.header_type("h_t", [("a", 1), ("b", 7), ("c", 9), ("d", 7), ("out", 64)])
     b.header_type("g_t", [("x", 8)])
@@ -93,11 +93,12 @@ def _packing_engine() -> Engine:
         prim("modify_field_with_hash_based_offset", field("h", "out"), hexstr(0),
              {"type": "calculation", "value": "pack"}, hexstr(1 << 64, 72)),  # % 2**64: all
     ])])
-    return Engine(b.json())
+    return Engine(b.json(), backend=backend)
 
 
-def test_calculation_inputs_are_packed_msb_first_and_padded() -> None:
-    engine = _packing_engine()
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_calculation_inputs_are_packed_msb_first_and_padded(backend: str) -> None:
+    engine = _packing_engine(backend)
     a, bb, c = 1, 0x55, 0x1A5
     head = ((a << 7 | bb) << 9 | c) << 7
     frame = head.to_bytes(3, "big") + bytes(8)

@@ -11,12 +11,13 @@ import pytest
 from switch.p4json import hashes
 from switch.p4json.engine import Engine
 from switch.p4json.runtime import EntryError
-from tests.unit.p4json_programs import Builder, assign, field, hexstr, param, to_port
+from tests.unit.p4json_programs import BACKENDS, Builder, assign, field, hexstr, param, to_port
 
 FIELDS = [("k1", 16), ("k2", 8), ("out", 16)]
 
 
-def keyed_program(kinds: list[str], *, counters: bool = False) -> tuple[Engine, int, int]:
+def keyed_program(kinds: list[str], *, counters: bool = False,
+                  backend: str = "python") -> tuple[Engine, int, int]:
     """h = {k1:16, k2:8, out:16}; table t keyed on (k1, k2) with ``kinds``; ``set(v)`` writes
     h.out = v; default ``miss`` writes 0xFFFF. Returns (engine, set id, miss id)."""
     b = Builder()
@@ -30,7 +31,7 @@ def keyed_program(kinds: list[str], *, counters: bool = False) -> tuple[Engine, 
     b.table("ingress", "t", keys, [set_id, miss_id], miss_id, counters=counters)
     fwd = b.call("ingress", "fwd", [to_port(1)])
     b.chain("ingress", ["t", fwd])
-    return Engine(b.json(), clock=lambda: 0.0), set_id, miss_id
+    return Engine(b.json(), clock=lambda: 0.0, backend=backend), set_id, miss_id
 
 
 def lookup(engine: Engine, k1: int, k2: int) -> int:
@@ -40,8 +41,9 @@ def lookup(engine: Engine, k1: int, k2: int) -> int:
     return int.from_bytes(out[0].data[3:5], "big")
 
 
-def test_exact_two_fields() -> None:
-    engine, set_id, _ = keyed_program(["exact", "exact"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_exact_two_fields(backend: str) -> None:
+    engine, set_id, _ = keyed_program(["exact", "exact"], backend=backend)
     t = engine.tables["t"]
     t.add((0x1234, 7), 0, set_id, (42,))
     assert lookup(engine, 0x1234, 7) == 42
@@ -57,8 +59,9 @@ def test_exact_two_fields() -> None:
     assert lookup(engine, 0x1234, 7) == 0xFFFF
 
 
-def test_lpm_with_an_exact_field_matches_brute_force() -> None:
-    engine, set_id, _ = keyed_program(["lpm", "exact"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lpm_with_an_exact_field_matches_brute_force(backend: str) -> None:
+    engine, set_id, _ = keyed_program(["lpm", "exact"], backend=backend)
     t = engine.tables["t"]
     rng = random.Random(5)
     entries: dict[tuple[int, int, int], int] = {}
@@ -80,8 +83,9 @@ def test_lpm_with_an_exact_field_matches_brute_force() -> None:
         assert lookup(engine, k1, k2) == (best[1] if best else 0xFFFF)
 
 
-def test_ternary_lowest_priority_number_wins_then_the_older_entry() -> None:
-    engine, set_id, _ = keyed_program(["ternary", "ternary"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ternary_lowest_priority_number_wins_then_the_older_entry(backend: str) -> None:
+    engine, set_id, _ = keyed_program(["ternary", "ternary"], backend=backend)
     t = engine.tables["t"]
     rng = random.Random(7)
     rules = []
@@ -100,8 +104,9 @@ def test_ternary_lowest_priority_number_wins_then_the_older_entry() -> None:
         assert lookup(engine, k1, k2) == (min(hits)[1] if hits else 0xFFFF)
 
 
-def test_range_and_ternary_together() -> None:
-    engine, set_id, _ = keyed_program(["range", "ternary"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_range_and_ternary_together(backend: str) -> None:
+    engine, set_id, _ = keyed_program(["range", "ternary"], backend=backend)
     t = engine.tables["t"]
     t.add(((100, 200), (0, 0)), 5, set_id, (1,))
     t.add(((150, 160), (0x0F, 0x0F)), 2, set_id, (2,))
@@ -114,8 +119,9 @@ def test_range_and_ternary_together() -> None:
         t.add(((10, 5), (0, 0)), 1, set_id, (3,))  # low > high
 
 
-def test_default_entry_can_be_changed_unless_const() -> None:
-    engine, set_id, _ = keyed_program(["exact", "exact"])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_default_entry_can_be_changed_unless_const(backend: str) -> None:
+    engine, set_id, _ = keyed_program(["exact", "exact"], backend=backend)
     t = engine.tables["t"]
     t.set_default(set_id, (7,))
     assert lookup(engine, 1, 1) == 7
@@ -136,7 +142,8 @@ def test_direct_counters_count_hits_with_the_received_length() -> None:
     assert entry.counter == [3, 15]  # packets, bytes (5-byte frames)
 
 
-def test_const_entries_are_immutable_and_match() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_const_entries_are_immutable_and_match(backend: str) -> None:
     b = Builder()
     b.header_type("h_t", FIELDS)  # type: ignore[arg-type]
     b.header("h", "h_t")
@@ -155,7 +162,7 @@ def test_const_entries_are_immutable_and_match() -> None:
             default_args=[9])
     fwd = b.call("ingress", "fwd", [to_port(1)])
     b.chain("ingress", ["t", fwd])
-    engine = Engine(b.json(), clock=lambda: 0.0)
+    engine = Engine(b.json(), clock=lambda: 0.0, backend=backend)
     assert lookup(engine, 0x11, 0) == 3
     assert lookup(engine, 0x12, 0) == 1
     assert lookup(engine, 0x02, 0) == 2
@@ -164,7 +171,7 @@ def test_const_entries_are_immutable_and_match() -> None:
     assert exc.value.kind == "const"
 
 
-def selector_program() -> tuple[Engine, int]:
+def selector_program(backend: str = "python") -> tuple[Engine, int]:
     b = Builder()
     b.header_type("h_t", FIELDS)  # type: ignore[arg-type]
     b.header("h", "h_t")
@@ -183,10 +190,11 @@ def selector_program() -> tuple[Engine, int]:
     return Engine(b.json(), clock=lambda: 0.0), set_id
 
 
-def test_selector_picks_member_by_crc16_of_the_packed_inputs() -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_selector_picks_member_by_crc16_of_the_packed_inputs(backend: str) -> None:
     from switch.p4json.runtime import GroupMember
 
-    engine, set_id = selector_program()
+    engine, set_id = selector_program(backend)
     prof = engine.profiles["sel"]
     for mid in (30, 10, 20):
         prof.members[mid] = (set_id, (mid,))
