@@ -8,6 +8,8 @@ are validated against the topology before the backend sees them.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from common.proto import mrc_ctl_pb2 as pb
@@ -25,6 +27,8 @@ class BackendError(RuntimeError):
 class FabricBackend(Protocol):
     def set_link_state(self, link: Link, up: bool) -> None: ...
     def apply_circuits(self, cross_connects: dict[int, int]) -> None: ...
+    def darken(self, ports: list[int]) -> None: ...
+    def read_circuits(self) -> dict[int, int]: ...
     def stats(self) -> dict[str, int]: ...
 
 
@@ -35,13 +39,23 @@ class InMemoryFabric:
         self.link_changes = 0
         self.circuit_changes = 0
         self.cross_connects: dict[int, int] = {}
+        self.dark: set[int] = set()
 
     def set_link_state(self, link: Link, up: bool) -> None:
         self.link_changes += 1
 
     def apply_circuits(self, cross_connects: dict[int, int]) -> None:
         self.cross_connects = dict(cross_connects)
+        self.dark = set()
         self.circuit_changes += 1
+
+    def darken(self, ports: list[int]) -> None:
+        self.dark |= set(ports)
+        for port in ports:
+            self.cross_connects.pop(port, None)
+
+    def read_circuits(self) -> dict[int, int]:
+        return dict(self.cross_connects)
 
     def stats(self) -> dict[str, int]:
         return {
@@ -53,9 +67,11 @@ class InMemoryFabric:
 class FabricState:
     """Link up/down and the current circuit set, validated against the topology."""
 
-    def __init__(self, topo: Topology, backend: FabricBackend) -> None:
+    def __init__(self, topo: Topology, backend: FabricBackend,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.topo = topo
         self.backend = backend
+        self.sleep = sleep  # run-clock seconds (the dark time of a reconfiguration)
         self.link_up = {link.index: True for link in topo.links}
         self.circuits: list[Circuit] = []
         self.cross_connects: dict[int, int] = {}
@@ -101,15 +117,28 @@ class FabricState:
             up=self.link_up[link.index],
         )
 
-    def reconfigure(self, circuits: list[pb.Circuit]) -> pb.CircuitState:
+    def check_circuits(self, circuits: list[pb.Circuit],
+                       where: str = "") -> tuple[list[Circuit], dict[int, int]]:
+        """Parsed circuits and their cross-connects; CtlError INVALID saying what is wrong."""
         if self.topo.fabric.kind != FabricKind.CIRCUIT:
             raise invalid(f"topology {self.topo.name} has no optical circuit switch")
         try:
             parsed = [parse_circuit(f"{c.src} -> {c.dst}") for c in circuits]
-            xc = cross_connects(self.topo, parsed)
+            return parsed, cross_connects(self.topo, parsed)
         except CircuitError as exc:
-            raise invalid(str(exc)) from None
+            raise invalid(f"{where}: {exc}" if where else str(exc)) from None
+
+    def reconfigure(self, circuits: list[pb.Circuit], dark_s: float = 0.0) -> pb.CircuitState:
+        """Apply a circuit set. With ``dark_s`` > 0 the input ports whose circuit changes
+        first go dark (frames dropped and counted by the OCS program) for ``dark_s`` seconds
+        of the run clock, then the new circuits are written: the mirrors moving."""
+        parsed, xc = self.check_circuits(circuits)
+        changed = sorted(p for p in set(xc) | set(self.cross_connects)
+                         if xc.get(p) != self.cross_connects.get(p))
         try:
+            if dark_s > 0 and changed:
+                self.backend.darken(changed)
+                self.sleep(dark_s)
             self.backend.apply_circuits(xc)
         except BackendError as exc:
             raise CtlError(ErrorKind.UNAVAILABLE, str(exc)) from None
@@ -117,6 +146,13 @@ class FabricState:
         self.cross_connects = xc
         self.circuit_generation += 1
         return self.circuit_state()
+
+    def read_circuits(self) -> dict[int, int]:
+        """The cross-connects the switch reports (P4Runtime read-back on real switches)."""
+        try:
+            return self.backend.read_circuits()
+        except BackendError as exc:
+            raise CtlError(ErrorKind.UNAVAILABLE, str(exc)) from None
 
     def circuit_state(self) -> pb.CircuitState:
         state = pb.CircuitState(generation=self.circuit_generation)

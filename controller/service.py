@@ -141,6 +141,11 @@ class MrcAgentServicer(pb_grpc.MrcAgentServicer):  # type: ignore[misc]
         accepted = _call(context, lambda: self.ctl.report(request.agent_id, list(request.reports)))
         return pb.ReportEvStateResponse(accepted=accepted)
 
+    def StepBarrier(
+        self, request: pb.StepBarrierRequest, context: grpc.ServicerContext
+    ) -> pb.StepBarrierResponse:
+        return _call(context, lambda: self.ctl.collectives.barrier(request, _deadline(context)))
+
     def AgentChannel(
         self, request_iterator: Iterator[pb.AgentMessage], context: grpc.ServicerContext
     ) -> Iterator[pb.ControllerMessage]:
@@ -204,6 +209,16 @@ class MrcFabricServicer(pb_grpc.MrcFabricServicer):  # type: ignore[misc]
         self, request: pb.GetStatisticsRequest, context: grpc.ServicerContext
     ) -> pb.Statistics:
         return self.ctl.statistics()
+
+    def StartCollective(
+        self, request: pb.StartCollectiveRequest, context: grpc.ServicerContext
+    ) -> pb.CollectiveState:
+        return _call(context, lambda: self.ctl.start_collective(request))
+
+    def GetCollective(
+        self, request: pb.GetCollectiveRequest, context: grpc.ServicerContext
+    ) -> pb.CollectiveState:
+        return _call(context, lambda: self.ctl.collectives.state(request.session))
 
 
 def add_services(server: grpc.Server, ctl: Controller) -> None:

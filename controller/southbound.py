@@ -27,6 +27,8 @@ from topologies.routes import switch_tables
 
 CROSS_CONNECT = "OcsIngress.cross_connect"
 INGRESS_PORT = "standard_metadata.ingress_port"
+CONNECT = "OcsIngress.connect"
+DARK = "OcsIngress.dark"  # the action an input port holds while its mirror moves
 
 
 class SouthboundError(BackendError):
@@ -81,7 +83,7 @@ class SwitchFabric:
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
                     client.push_pipeline()
-                    if node.kind != NodeKind.OCS:
+                    if node.kind != NodeKind.OCS:  # circuits come with the collective runs
                         apply(client, program_for(tables[node.name]))
                 except (
                     P4RuntimeError,
@@ -143,9 +145,48 @@ class SwitchFabric:
                 ) from None  # type: ignore[attr-defined]
             self.counters["link_changes"] += 1
 
-    def apply_circuits(self, cross_connects: dict[int, int]) -> None:
+    def _ocs(self) -> tuple[str, P4RuntimeClient]:
         ocs = next(n.name for n in self.topo.nodes_of(NodeKind.OCS))
-        client = self._clients[ocs]
+        return ocs, self._clients[ocs]
+
+    def darken(self, ports: list[int]) -> None:
+        """Input ports whose circuit is about to change: their entries become the dark
+        action (frames entering them are dropped and counted) in one Write."""
+        ocs, client = self._ocs()
+        Update = p4runtime_pb2.Update
+        with self._lock:
+            updates = []
+            for port in sorted(ports):
+                kind = Update.MODIFY if port in self._xc else Update.INSERT
+                te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port}, DARK, {})
+                updates.append(client.update(kind, table_entry=te))
+            if updates:
+                try:
+                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
+                except (P4RuntimeError, P4RuntimeWriteError) as exc:
+                    raise SouthboundError(f"{ocs}: dark write failed: {exc}") from None
+            for port in ports:
+                self._xc[port] = -1
+            self.counters["dark_writes"] = self.counters.get("dark_writes", 0) + 1
+
+    def read_circuits(self) -> dict[int, int]:
+        """The OCS's cross_connect entries that connect (read back over P4Runtime)."""
+        ocs, client = self._ocs()
+        connect = client.program.id(CONNECT)
+        try:
+            entries = client.read_table(CROSS_CONNECT)
+        except P4RuntimeError as exc:
+            raise SouthboundError(f"{ocs}: cross-connect read failed: {exc}") from None
+        out = {}
+        for te in entries:
+            if te.action.action.action_id != connect:
+                continue
+            port = int.from_bytes(te.match[0].exact.value, "big")
+            out[port] = int.from_bytes(te.action.action.params[0].value, "big")
+        return out
+
+    def apply_circuits(self, cross_connects: dict[int, int]) -> None:
+        ocs, client = self._ocs()
         Update = p4runtime_pb2.Update
         updates = []
         with self._lock:
@@ -157,12 +198,12 @@ class SwitchFabric:
                     continue
                 kind = Update.MODIFY if port in self._xc else Update.INSERT
                 te = client.table_entry(
-                    CROSS_CONNECT, {INGRESS_PORT: port}, "OcsIngress.connect", {"port": out}
+                    CROSS_CONNECT, {INGRESS_PORT: port}, CONNECT, {"port": out}
                 )
                 updates.append(client.update(kind, table_entry=te))
             if updates:
                 try:
-                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.ROLLBACK_ON_ERROR)
+                    client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
                 except (P4RuntimeError, P4RuntimeWriteError) as exc:
                     raise SouthboundError(f"{ocs}: cross-connect write failed: {exc}") from None
             self._xc = dict(cross_connects)

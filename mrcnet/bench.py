@@ -30,6 +30,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "failover": ("testbed.bench.failover_goodput",
                  "goodput around a spine link failure, MRC vs RC"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
+    "collective": ("testbed.bench.collective_vs_model",
+                   "Harvest schedules run on the photonic domain, measured vs the model"),
+    "fidelity": ("testbed.bench.fidelity_tdf",
+                 "all-to-all against configured capacity, TDF 1 vs auto"),
 }
 
 

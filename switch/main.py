@@ -2,6 +2,8 @@
 
 Opens the ports, creates the pipeline, starts the P4Runtime server (with the switch admin
 service beside it) and runs the data-plane loop in the main thread until SIGTERM/SIGINT.
+``--tdf``/``--clock-epoch`` (or MRCNET_TDF/MRCNET_CLOCK_EPOCH) put it on the run's virtual
+clock (common/vclock.py): link rates, delays and queue timing are then in virtual seconds.
 Readiness, for whoever started the process: the gRPC port accepts connections (the server is
 started only after every port is open) and the log says "ready". Exit codes: 0 clean stop,
 2 bad arguments, 1 start-up failure (message in the log).
@@ -21,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from common import vclock
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
@@ -83,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--p4info", type=Path, default=None, metavar="FILE",
         help="P4Info (text format) of --json (default: FILE.p4info.txtpb beside it)",
     )
+    vclock.add_arguments(p)
+    p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
+                   help="lag (virtual seconds) up to which a departure or a received frame "
+                        "counts as on time (default: 2 ms of wall time)")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -103,6 +110,8 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
+    if args.lag_tolerance is not None and not args.lag_tolerance > 0:
+        parser.error("--lag-tolerance must be > 0 seconds")
     if args.json is not None:
         if not args.json.is_file():
             parser.error(f"--json: no file {args.json}")
@@ -143,6 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(args, parser)
+    try:
+        clock = vclock.RunClock.from_args(args)
+    except vclock.ClockError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         filename=args.log,
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
@@ -175,7 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 nqueues=args.queues,
             )
         watcher = LinkWatcher()
-        dp = Dataplane(pipeline, tm, ports, watcher)
+        dp = Dataplane(pipeline, tm, ports, watcher, run_clock=clock,
+                       lag_tolerance=args.lag_tolerance)
         # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
         signal.signal(signal.SIGTERM, _stopper(dp))
         signal.signal(signal.SIGINT, _stopper(dp))
@@ -209,11 +223,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     log.info(
-        "ready: grpc %s (port %d), device %d, ports %s",
+        "ready: grpc %s (port %d), device %d, ports %s, clock tdf %g",
         args.grpc_addr,
         server.port,
         args.device_id,
         ", ".join(f"{n}={p.ifname}" for n, p in sorted(ports.items())),
+        clock.tdf,
     )
     profile_path = os.environ.get("MRCNET_SWITCH_PROFILE")  # developers: cProfile the loop
     profiler = cProfile.Profile() if profile_path else None

@@ -31,8 +31,13 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 
+from common.classes import DEFAULT_CLASSES
+
 MAX_QUEUES = 8
 DEFAULT_QPKTS = 64  # v1model / BMv2 default queue depth in packets
+NIC_PRIORITY = tuple(  # DSCP -> priority of its MRC class (0 for other codepoints)
+    next((DEFAULT_CLASSES.priority[c] for c, d in DEFAULT_CLASSES.dscp.items() if d == dscp), 0)
+    for dscp in range(64))
 
 DropHook = Callable[[int, int, int], None]
 """on_drop(port, priority, nbytes): called for every drop of a queued or arriving frame. The
@@ -51,6 +56,10 @@ class LinkConfig:
     qbytes: int = 0  # per-queue depth limit in bytes (0 = unlimited)
     overhead: int = 0  # bytes added to every frame for rate purposes (e.g. 24 = IFG+preamble+FCS)
     up: bool = True  # administrative state
+    # Ingress (host-to-switch) direction only: the host NIC's priority queues. A frame is
+    # queued at the priority of its DSCP's MRC class (common/classes.py), so a host's
+    # acknowledgements do not wait behind its own (or, on a GPU, forwarded) data.
+    nic_prio: bool = False
 
     def check(self) -> LinkConfig:
         if not self.rate_bps >= 0:
@@ -87,8 +96,9 @@ def parse_link_spec(spec: str, base: LinkConfig | None = None) -> LinkConfig:
         "qbytes": int,
         "overhead": int,
         "up": lambda v: v.lower() not in ("0", "false", "down", "no"),
+        "nicprio": lambda v: v.lower() not in ("0", "false", "no"),
     }
-    names = {"rate": "rate_bps", "delay": "delay_s"}
+    names = {"rate": "rate_bps", "delay": "delay_s", "nicprio": "nic_prio"}
     changes: dict[str, object] = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         key, sep, value = item.partition("=")
@@ -401,7 +411,7 @@ class TrafficManager:
         if port in self.egress:
             raise ValueError(f"port {port} already exists")
         self.egress[port] = Shaper(port, egress or LinkConfig(), nqueues, self._rng, self.on_drop)
-        self.ingress[port] = Shaper(port, ingress or LinkConfig(), 1, self._rng, None)
+        self.ingress[port] = Shaper(port, ingress or LinkConfig(), MAX_QUEUES, self._rng, None)
         self._update_ingress(port)
 
     def _update_ingress(self, port: int) -> None:
@@ -466,8 +476,12 @@ class TrafficManager:
         return sh.enqueue(data, priority, now, trimmed, ecn)
 
     def receive(self, port: int, data: bytes, now: float) -> bool:
-        """Queue a received frame in the ingress shaper of ``port`` (only if shaped)."""
-        return self.ingress[port].enqueue(data, 0, now)
+        """Queue a received frame in the ingress shaper of ``port`` (only if shaped); with
+        ``nic_prio`` at the priority of its DSCP (IPv6 traffic class), else at 0."""
+        sh = self.ingress[port]
+        if sh.config.nic_prio and len(data) > 15 and data[12] == 0x86 and data[13] == 0xDD:
+            return sh.enqueue(data, NIC_PRIORITY[((data[14] & 0x0F) << 2) | (data[15] >> 6)], now)
+        return sh.enqueue(data, 0, now)
 
     def service(self, now: float, tx: list[tuple[int, bytes]], rx: list[tuple[int, bytes]]) -> None:
         """Deliver due frames: egress ones to ``tx`` (port, frame) to send on the port,

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from p4.config.v1 import p4info_pb2
 
-from common.p4schema import compiled
+import common.p4schema.compiled as compiled
 
 
 class Prefix(IntEnum):

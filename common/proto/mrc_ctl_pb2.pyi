@@ -662,6 +662,24 @@ class ControllerMessage(_message.Message):
     port_admin: PortAdminCommand
     def __init__(self, generation: _Optional[int] = ..., snapshot: _Optional[_Union[ProfileSnapshot, _Mapping]] = ..., ev_profile: _Optional[_Union[EvProfile, _Mapping]] = ..., cc_profile: _Optional[_Union[CcProfile, _Mapping]] = ..., fmt_profile: _Optional[_Union[EvFmtProfile, _Mapping]] = ..., removed: _Optional[_Union[ProfileRemoved, _Mapping]] = ..., ev_state: _Optional[_Union[EvStateUpdate, _Mapping]] = ..., ep: _Optional[_Union[EpCommand, _Mapping]] = ..., port_admin: _Optional[_Union[PortAdminCommand, _Mapping]] = ...) -> None: ...
 
+class StepBarrierRequest(_message.Message):
+    __slots__ = ("session", "rank", "step")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    rank: int
+    step: int
+    def __init__(self, session: _Optional[str] = ..., rank: _Optional[int] = ..., step: _Optional[int] = ...) -> None: ...
+
+class StepBarrierResponse(_message.Message):
+    __slots__ = ("step", "released_s")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_S_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    released_s: float
+    def __init__(self, step: _Optional[int] = ..., released_s: _Optional[float] = ...) -> None: ...
+
 class PortView(_message.Message):
     __slots__ = ("port", "peer", "gid", "mac")
     PORT_FIELD_NUMBER: _ClassVar[int]
@@ -816,3 +834,69 @@ class Statistics(_message.Message):
     counters: _containers.ScalarMap[str, int]
     agents: _containers.RepeatedCompositeFieldContainer[AgentView]
     def __init__(self, counters: _Optional[_Mapping[str, int]] = ..., agents: _Optional[_Iterable[_Union[AgentView, _Mapping]]] = ...) -> None: ...
+
+class CircuitSet(_message.Message):
+    __slots__ = ("circuits",)
+    CIRCUITS_FIELD_NUMBER: _ClassVar[int]
+    circuits: _containers.RepeatedCompositeFieldContainer[Circuit]
+    def __init__(self, circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ...) -> None: ...
+
+class StartCollectiveRequest(_message.Message):
+    __slots__ = ("session", "ranks", "intervals", "step_interval", "alpha_r_s", "barrier_timeout_s")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    INTERVALS_FIELD_NUMBER: _ClassVar[int]
+    STEP_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    ALPHA_R_S_FIELD_NUMBER: _ClassVar[int]
+    BARRIER_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    ranks: _containers.RepeatedScalarFieldContainer[str]
+    intervals: _containers.RepeatedCompositeFieldContainer[CircuitSet]
+    step_interval: _containers.RepeatedScalarFieldContainer[int]
+    alpha_r_s: float
+    barrier_timeout_s: float
+    def __init__(self, session: _Optional[str] = ..., ranks: _Optional[_Iterable[str]] = ..., intervals: _Optional[_Iterable[_Union[CircuitSet, _Mapping]]] = ..., step_interval: _Optional[_Iterable[int]] = ..., alpha_r_s: _Optional[float] = ..., barrier_timeout_s: _Optional[float] = ...) -> None: ...
+
+class StepRecord(_message.Message):
+    __slots__ = ("step", "interval", "first_arrival_s", "last_arrival_s", "released_s", "reconfigured", "dark_start_s", "dark_end_s", "readback")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ARRIVAL_S_FIELD_NUMBER: _ClassVar[int]
+    LAST_ARRIVAL_S_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_S_FIELD_NUMBER: _ClassVar[int]
+    RECONFIGURED_FIELD_NUMBER: _ClassVar[int]
+    DARK_START_S_FIELD_NUMBER: _ClassVar[int]
+    DARK_END_S_FIELD_NUMBER: _ClassVar[int]
+    READBACK_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    interval: int
+    first_arrival_s: float
+    last_arrival_s: float
+    released_s: float
+    reconfigured: bool
+    dark_start_s: float
+    dark_end_s: float
+    readback: _containers.RepeatedCompositeFieldContainer[CrossConnect]
+    def __init__(self, step: _Optional[int] = ..., interval: _Optional[int] = ..., first_arrival_s: _Optional[float] = ..., last_arrival_s: _Optional[float] = ..., released_s: _Optional[float] = ..., reconfigured: bool = ..., dark_start_s: _Optional[float] = ..., dark_end_s: _Optional[float] = ..., readback: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
+
+class CollectiveState(_message.Message):
+    __slots__ = ("session", "steps", "reconfigurations", "records", "done", "error")
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    RECONFIGURATIONS_FIELD_NUMBER: _ClassVar[int]
+    RECORDS_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    steps: int
+    reconfigurations: int
+    records: _containers.RepeatedCompositeFieldContainer[StepRecord]
+    done: bool
+    error: str
+    def __init__(self, session: _Optional[str] = ..., steps: _Optional[int] = ..., reconfigurations: _Optional[int] = ..., records: _Optional[_Iterable[_Union[StepRecord, _Mapping]]] = ..., done: bool = ..., error: _Optional[str] = ...) -> None: ...
+
+class GetCollectiveRequest(_message.Message):
+    __slots__ = ("session",)
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: str
+    def __init__(self, session: _Optional[str] = ...) -> None: ...

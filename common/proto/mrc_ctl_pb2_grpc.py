@@ -469,6 +469,11 @@ class MrcAgentStub(object):
                 request_serializer=common_dot_proto_dot_mrc__ctl__pb2.AgentMessage.SerializeToString,
                 response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.ControllerMessage.FromString,
                 )
+        self.StepBarrier = channel.unary_unary(
+                '/mrc_ctl.v1.MrcAgent/StepBarrier',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.StepBarrierRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.StepBarrierResponse.FromString,
+                )
 
 
 class MrcAgentServicer(object):
@@ -504,6 +509,14 @@ class MrcAgentServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StepBarrier(self, request, context):
+        """Collective step barrier of a photonic scale-up domain: blocks until every GPU of the
+        session arrived at ``step`` and the OCS serves the step's topology.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MrcAgentServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -531,6 +544,11 @@ def add_MrcAgentServicer_to_server(servicer, server):
                     servicer.AgentChannel,
                     request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.AgentMessage.FromString,
                     response_serializer=common_dot_proto_dot_mrc__ctl__pb2.ControllerMessage.SerializeToString,
+            ),
+            'StepBarrier': grpc.unary_unary_rpc_method_handler(
+                    servicer.StepBarrier,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.StepBarrierRequest.FromString,
+                    response_serializer=common_dot_proto_dot_mrc__ctl__pb2.StepBarrierResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -627,6 +645,23 @@ class MrcAgent(object):
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
+    @staticmethod
+    def StepBarrier(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mrc_ctl.v1.MrcAgent/StepBarrier',
+            common_dot_proto_dot_mrc__ctl__pb2.StepBarrierRequest.SerializeToString,
+            common_dot_proto_dot_mrc__ctl__pb2.StepBarrierResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
 
 class MrcFabricStub(object):
     """Missing associated documentation comment in .proto file."""
@@ -661,6 +696,16 @@ class MrcFabricStub(object):
                 '/mrc_ctl.v1.MrcFabric/GetStatistics',
                 request_serializer=common_dot_proto_dot_mrc__ctl__pb2.GetStatisticsRequest.SerializeToString,
                 response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.Statistics.FromString,
+                )
+        self.StartCollective = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/StartCollective',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.StartCollectiveRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
+                )
+        self.GetCollective = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/GetCollective',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
                 )
 
 
@@ -697,6 +742,20 @@ class MrcFabricServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def StartCollective(self, request, context):
+        """Register a collective run: its GPUs in rank order and the circuits of every step. The
+        first interval's circuits are applied at once; later ones at the step barriers.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetCollective(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MrcFabricServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -724,6 +783,16 @@ def add_MrcFabricServicer_to_server(servicer, server):
                     servicer.GetStatistics,
                     request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.GetStatisticsRequest.FromString,
                     response_serializer=common_dot_proto_dot_mrc__ctl__pb2.Statistics.SerializeToString,
+            ),
+            'StartCollective': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartCollective,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.StartCollectiveRequest.FromString,
+                    response_serializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.SerializeToString,
+            ),
+            'GetCollective': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCollective,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.FromString,
+                    response_serializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -817,5 +886,39 @@ class MrcFabric(object):
         return grpc.experimental.unary_unary(request, target, '/mrc_ctl.v1.MrcFabric/GetStatistics',
             common_dot_proto_dot_mrc__ctl__pb2.GetStatisticsRequest.SerializeToString,
             common_dot_proto_dot_mrc__ctl__pb2.Statistics.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def StartCollective(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mrc_ctl.v1.MrcFabric/StartCollective',
+            common_dot_proto_dot_mrc__ctl__pb2.StartCollectiveRequest.SerializeToString,
+            common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetCollective(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mrc_ctl.v1.MrcFabric/GetCollective',
+            common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.SerializeToString,
+            common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -135,7 +135,7 @@ class GetPortsRequest(_message.Message):
     def __init__(self, ports: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetPortsResponse(_message.Message):
-    __slots__ = ("name", "device_id", "ports", "counters")
+    __slots__ = ("name", "device_id", "ports", "counters", "timing")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -147,11 +147,41 @@ class GetPortsResponse(_message.Message):
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     PORTS_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
     name: str
     device_id: int
     ports: _containers.RepeatedCompositeFieldContainer[PortInfo]
     counters: _containers.ScalarMap[str, int]
-    def __init__(self, name: _Optional[str] = ..., device_id: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[PortInfo, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    timing: Timing
+    def __init__(self, name: _Optional[str] = ..., device_id: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[PortInfo, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., timing: _Optional[_Union[Timing, _Mapping]] = ...) -> None: ...
+
+class GetTimingRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Timing(_message.Message):
+    __slots__ = ("now", "start", "tdf", "tolerance_s", "events", "late", "behind_s", "idle_s", "max_lag_s", "late_hist")
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    TDF_FIELD_NUMBER: _ClassVar[int]
+    TOLERANCE_S_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    LATE_FIELD_NUMBER: _ClassVar[int]
+    BEHIND_S_FIELD_NUMBER: _ClassVar[int]
+    IDLE_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_LAG_S_FIELD_NUMBER: _ClassVar[int]
+    LATE_HIST_FIELD_NUMBER: _ClassVar[int]
+    now: float
+    start: float
+    tdf: float
+    tolerance_s: float
+    events: int
+    late: int
+    behind_s: float
+    idle_s: float
+    max_lag_s: float
+    late_hist: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, now: _Optional[float] = ..., start: _Optional[float] = ..., tdf: _Optional[float] = ..., tolerance_s: _Optional[float] = ..., events: _Optional[int] = ..., late: _Optional[int] = ..., behind_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., max_lag_s: _Optional[float] = ..., late_hist: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SetLinkRequest(_message.Message):
     __slots__ = ("port", "direction", "update")

@@ -39,6 +39,11 @@ class SwitchAdminStub(object):
                 request_serializer=common_dot_proto_dot_switch__admin__pb2.StopCaptureRequest.SerializeToString,
                 response_deserializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
                 )
+        self.GetTiming = channel.unary_unary(
+                '/mrcnet.switch_admin.v1.SwitchAdmin/GetTiming',
+                request_serializer=common_dot_proto_dot_switch__admin__pb2.GetTimingRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_switch__admin__pb2.Timing.FromString,
+                )
 
 
 class SwitchAdminServicer(object):
@@ -78,6 +83,13 @@ class SwitchAdminServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTiming(self, request, context):
+        """How far the data-plane loop fell behind its schedule (also in GetPortsResponse).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SwitchAdminServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -105,6 +117,11 @@ def add_SwitchAdminServicer_to_server(servicer, server):
                     servicer.StopCapture,
                     request_deserializer=common_dot_proto_dot_switch__admin__pb2.StopCaptureRequest.FromString,
                     response_serializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.SerializeToString,
+            ),
+            'GetTiming': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTiming,
+                    request_deserializer=common_dot_proto_dot_switch__admin__pb2.GetTimingRequest.FromString,
+                    response_serializer=common_dot_proto_dot_switch__admin__pb2.Timing.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -198,5 +215,22 @@ class SwitchAdmin(object):
         return grpc.experimental.unary_unary(request, target, '/mrcnet.switch_admin.v1.SwitchAdmin/StopCapture',
             common_dot_proto_dot_switch__admin__pb2.StopCaptureRequest.SerializeToString,
             common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetTiming(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/mrcnet.switch_admin.v1.SwitchAdmin/GetTiming',
+            common_dot_proto_dot_switch__admin__pb2.GetTimingRequest.SerializeToString,
+            common_dot_proto_dot_switch__admin__pb2.Timing.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

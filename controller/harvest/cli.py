@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "sweep":
             from .sweep import run_sweep
 
-            return run_sweep(args)
+            return run_sweep(args, params_from(args))
         coll = build(args.collective, args.gpus, args.phase)
         alpha_r = parse_time(args.alpha_r, "alpha-r")
         params = params_from(args, alpha_r)

@@ -48,11 +48,9 @@ def _row(r: Result) -> dict[str, Any]:
     }
 
 
-def run_sweep(args: argparse.Namespace) -> int:
-    from .cli import params_from
-
+def run_sweep(args: argparse.Namespace, base: Params) -> int:
+    """``base``: the link parameters of the command line (alpha_r is swept separately)."""
     coll = build(args.collective, args.gpus, args.phase)
-    base = params_from(args)
     alpha_rs = parse_range(args.alpha_r_range, lambda t: parse_time(t, "alpha-r"), "alpha-r")
     sizes = parse_range(args.sizes, lambda t: parse_amount(t, "B", "size"), "sizes")
     focus_size = parse_amount(args.size, "B", "size")

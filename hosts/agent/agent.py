@@ -15,6 +15,13 @@ Loop iteration (``Agent.lock`` is held except during the wait):
 4. fire the core's timer if due, transmit, and dispatch core events: completions to their
    CQ, async events and EV changes to the handlers, log records to qlog;
 5. every ``metrics_interval`` write sampled metrics records (never per data packet).
+
+Time: ``clock`` gives the run's virtual time (common/vclock.py); the core, qlog and the
+metrics see only that, and the epoll wait lasts ``(next deadline - now) x tdf`` wall seconds.
+``self.lag`` (common/lag.py) records how late each due core timer (and metrics sample) ran,
+how long each received batch had waited in its socket (kernel receive timestamps,
+common/rxstamp.py) and how long the loop waited in epoll; ``timing()`` snapshots it on the
+loop thread.
 See docs/transport.md, "Agent and API".
 """
 
@@ -28,13 +35,23 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from common.lag import LagMeter
+from common.vclock import RunClock
 from hosts.agent.config import AgentConfig
 from hosts.agent.events import qlog_record
 from hosts.agent.framing import Framer
 from hosts.agent.linkmon import LinkMonitor
 from hosts.agent.nic import NicPort
 from hosts.agent.qlog import QlogWriter
+from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import RxMeta, TxPacket
+from hosts.transport.lognames import (
+    AGENT_ERROR,
+    METRICS_SAMPLED,
+    PORT_ADMIN,
+    PORT_STATUS,
+    QP_METRICS,
+)
 from hosts.wire import MrcPacket
 
 RX_BUDGET = 2048  # frames per loop iteration across all ports before timers run
@@ -64,13 +81,22 @@ class Agent:
         self,
         config: AgentConfig,
         core: CoreApi | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         monitor_links: bool = True,
         ports: list[NicPort] | None = None,
+        run_clock: RunClock | None = None,
+        lag_tolerance: float | None = None,
     ) -> None:
+        """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
+        ``run_clock`` (default: TDF 1) converts waits to wall time and stamps qlog files;
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
         self.config = config
+        self.run_clock = run_clock or RunClock(1.0)
+        if clock is None:
+            clock = run_clock.now if run_clock is not None else time.monotonic
         self.clock = clock
         self.t0 = clock()
+        self.lag = LagMeter(self.t0, self.run_clock.tdf, lag_tolerance)
         if core is None:
             from hosts.agent.corecfg import build_core
 
@@ -78,6 +104,10 @@ class Agent:
         self.core: CoreApi = core
         self.lock = threading.RLock()
         self.framer = Framer(config)
+        # The GPU's built-in router on circuit fabrics (hosts/agent/router.py), else None.
+        self.router: CircuitRouter | None = (
+            CircuitRouter(config.router.rank, config.router.gids, len(config.ports),
+                          config.router.buckets) if config.router is not None else None)
         self._tx_bufs = [memoryview(bytearray(TX_FRAME_MAX)) for _ in range(TX_BATCH)]
         self._tx_lengths = [0] * TX_BATCH
         self.ports: list[NicPort] = []
@@ -87,7 +117,9 @@ class Agent:
         self.port_admin: list[bool] = [True] * len(config.ports)
         self.port_hooks: list[Callable[[int, bool], None]] = []  # (port, carrier) changes
         self.qlog: QlogWriter | None = (
-            QlogWriter(config.qlog_dir, config.name, self.t0) if config.qlog_dir else None
+            QlogWriter(config.qlog_dir, config.name, self.t0, self.run_clock.unix(self.t0),
+                       self.run_clock.tdf)
+            if config.qlog_dir else None
         )
         self._handlers: list[EventHandler] = []
         self.tracked_qps: set[int] = set()
@@ -156,7 +188,7 @@ class Agent:
         job = _Call(fn, args)
         self._calls.append(job)
         self.wake()
-        while not job.done.wait(0.5):
+        while not job.done.wait(0.5):  # wall clock: a liveness check of the loop thread
             if self._loop_thread is None:
                 raise RuntimeError("agent loop stopped")
         if job.error is not None:
@@ -174,6 +206,8 @@ class Agent:
             job.done.set()
 
     def wake(self) -> None:
+        if self._wake_fd < 0:
+            return  # closed: stop() twice, or a wake-up racing the shutdown
         try:
             os.eventfd_write(self._wake_fd, 1)
         except BlockingIOError:
@@ -183,6 +217,18 @@ class Agent:
 
     def now(self) -> float:
         return self.clock()
+
+    @property
+    def tdf(self) -> float:
+        return self.run_clock.tdf
+
+    def to_wall(self, virtual_seconds: float) -> float:
+        """Wall seconds of an OS wait covering ``virtual_seconds`` of the run's clock."""
+        return virtual_seconds * self.run_clock.tdf
+
+    def timing(self) -> dict[str, Any]:
+        """The lag meter's snapshot (common/lag.py), taken on the loop thread."""
+        return self.call(lambda: self.lag.snapshot(self.clock()))  # type: ignore[no-any-return]
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -234,17 +280,22 @@ class Agent:
             ep.register(self._wake_fd, select.EPOLLIN)
             if self.linkmon is not None:
                 ep.register(self.linkmon.fileno(), select.EPOLLIN)
+            tdf = self.run_clock.tdf
+            lag = self.lag
             while not self._stop.is_set():
                 with self.lock:
-                    timeout = self._wait_timeout(self.clock())
+                    waiting = self.clock()
+                    timeout = self._wait_timeout(waiting) * tdf  # wall seconds
                 # Always poll (also with timeout 0): link changes and wake-ups are only seen here.
                 ready = ep.poll(timeout)
                 with self.lock:
-                    self._iteration(ready, self.clock())
+                    now = self.clock()
+                    lag.idle += now - waiting
+                    self._iteration(ready, now)
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
             self.loop_error = exc
             if self.qlog is not None:
-                self.qlog.event(None, "mrc:agent_error", {"error": repr(exc)}, self.clock())
+                self.qlog.event(None, AGENT_ERROR, {"error": repr(exc)}, self.clock())
             raise
         finally:
             self._loop_thread = None
@@ -283,6 +334,7 @@ class Agent:
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
+            self.lag.due(max(timer, self._timer_floor), now)
             self.core.handle_timer(now)
             after = self.core.get_timer()
             if after is not None and after <= timer:
@@ -292,6 +344,7 @@ class Agent:
         self._transmit(now)
         self._drain_events(now)
         if now >= self._next_metrics:
+            self.lag.due(self._next_metrics, now)
             self._sample_metrics(now)
 
     def _receive_all(self, now: float) -> None:
@@ -306,9 +359,11 @@ class Agent:
         ports = self.ports
         decode = self.framer.decode
         receive = self.core.receive
+        queued = self.lag.queued
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
+        router = self.router
         counts = [0] * len(ports)
         while busy and budget > 0:
             busy = False
@@ -317,11 +372,15 @@ class Agent:
                 n = port.recv_batch()
                 if n == 0:
                     break
+                stamp = port.rx_stamp
+                if stamp.supported:
+                    queued(stamp.age(), now)
                 budget -= n
                 busy = n == port.batch
                 views = port.views
                 lengths = port.lengths
-                for i in range(n):
+                for i in (range(n) if router is None
+                          else self._route_batch(router, views, lengths, n)):
                     got = decode(views[i][: lengths[i]], 0)
                     if got is not None:
                         receive(got[0], got[1], now)
@@ -333,6 +392,9 @@ class Agent:
                     budget -= n
                     if n:
                         got_any = True
+                        stamp = port.rx_stamp
+                        if stamp.supported:
+                            queued(stamp.age(), now)
                     if n == port.batch:
                         busy = True
                 if not got_any:
@@ -343,7 +405,8 @@ class Agent:
                 for index, port in enumerate(ports):
                     views = port.views
                     lengths = port.lengths
-                    for i in range(counts[index]):
+                    for i in (range(counts[index]) if router is None
+                              else self._route_batch(router, views, lengths, counts[index])):
                         got = decode(views[i][: lengths[i]], index)
                         if got is None:
                             continue
@@ -368,11 +431,23 @@ class Agent:
         bufs = self._tx_bufs
         lengths = self._tx_lengths
         single = len(ports) == 1
+        router = self.router if not single else None
         while True:
             pkts = core.packets_to_send(now, TX_BATCH)
             if not pkts:
                 return
-            if single:
+            if router is not None:
+                routed: dict[int, tuple[list[memoryview], list[int]]] = {}
+                for i, tx in enumerate(pkts):
+                    out = router.tx_port(tx.dst_gid, tx.ev, tx.port)
+                    size = encode(tx, bufs[i], out)
+                    if size:
+                        views, sizes = routed.setdefault(out, ([], []))
+                        views.append(bufs[i])
+                        sizes.append(size)
+                for port, (views, sizes) in routed.items():
+                    ports[port].send_batch(views, sizes)
+            elif single:
                 n = 0
                 for tx in pkts:
                     size = encode(tx, bufs[n])
@@ -394,6 +469,30 @@ class Agent:
             if len(pkts) < TX_BATCH:
                 return
 
+    def _route_batch(self, router: CircuitRouter, views: list[memoryview], lengths: list[int],
+                     count: int) -> list[int]:
+        """Circuit fabrics: forward the batch's transit frames (straight from the receive
+        buffers, before the port's next read reuses them); return the indices of the frames
+        addressed to this GPU."""
+        forward = router.forward_port
+        local: list[int] = []
+        out: dict[int, tuple[list[memoryview], list[int]]] = {}
+        for i in range(count):
+            view = views[i]
+            size = lengths[i]
+            port = forward(view, size)
+            if port == LOCAL:
+                local.append(i)
+            elif port >= 0:
+                fwd = out.get(port)
+                if fwd is None:
+                    fwd = out[port] = ([], [])
+                fwd[0].append(view)
+                fwd[1].append(size)
+        for port, (frames, sizes) in out.items():
+            self.ports[port].send_batch(frames, sizes)
+        return local
+
     def _link_changes(self, now: float) -> None:
         assert self.linkmon is not None
         names = {p.ifname: i for i, p in enumerate(self.config.ports)}
@@ -403,7 +502,7 @@ class Agent:
                 continue
             self.port_carrier[i] = up
             if self.qlog is not None:
-                self.qlog.event(None, "mrc:port_status", {"port": i, "ifname": name, "up": up},
+                self.qlog.event(None, PORT_STATUS, {"port": i, "ifname": name, "up": up},
                                 now)
             for hook in self.port_hooks:
                 hook(i, up)
@@ -417,7 +516,7 @@ class Agent:
         self.port_admin[port] = enabled
         now = self.clock()
         if self.qlog is not None:
-            self.qlog.event(None, "mrc:port_admin", {"port": port, "enabled": enabled}, now)
+            self.qlog.event(None, PORT_ADMIN, {"port": port, "enabled": enabled}, now)
         self._update_port(port, now)
 
     def _update_port(self, port: int, now: float) -> None:
@@ -455,21 +554,25 @@ class Agent:
             "rx_drops": _counters(self.framer.rx),
             "loop_iterations": self.iterations,
             "timer_stalls": self.timer_stalls,
+            "lag": self.lag.snapshot(now),
         }
         stats = getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)
-        self.qlog.event(None, "mrc:metrics_sampled", data, now)
+        self.qlog.event(None, METRICS_SAMPLED, data, now)
         qp_stats = getattr(self.core, "qp_stats", None)
         qp_rtt = getattr(self.core, "qp_rtt", None)
+        qp_cc_log = getattr(self.core, "qp_cc_log", None)
         for qpn in sorted(self.tracked_qps):
             try:
                 qdata: dict[str, Any] = dict(qp_stats(qpn)) if callable(qp_stats) else {}
                 if callable(qp_rtt):
                     qdata["srtt"] = qp_rtt(qpn)
+                if callable(qp_cc_log):
+                    qdata["cc"] = qp_cc_log(qpn)
             except Exception:  # the QP went away between tracking and sampling
                 continue
-            self.qlog.event(qpn, "mrc:qp_metrics", qdata, now)
+            self.qlog.event(qpn, QP_METRICS, qdata, now)
         self.qlog.flush()
 
 

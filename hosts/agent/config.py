@@ -52,6 +52,16 @@ class AppConfig:
 
 
 @dataclass(frozen=True)
+class RouterConfig:
+    """A GPU of a circuit fabric: its rank and every GPU's port GIDs (rank order), for the
+    built-in router (hosts/agent/router.py)."""
+
+    rank: int
+    gids: tuple[tuple[bytes, ...], ...]
+    buckets: int = 64
+
+
+@dataclass(frozen=True)
 class AgentConfig:
     name: str
     ports: tuple[NicPortConfig, ...]
@@ -68,6 +78,7 @@ class AgentConfig:
     seed: int = 1  # the core's deterministic rotation / request-id seed
     cc_window: int = 1 << 30  # bytes in flight per QP of the default (fixed-window) CC
     core: dict[str, float | int | None] = field(default_factory=dict)  # CORE_KNOBS overrides
+    router: RouterConfig | None = None  # GPUs of circuit fabrics forward transit traffic
 
     def gid_port(self, gid: bytes) -> int | None:
         for i, p in enumerate(self.ports):
@@ -220,13 +231,32 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
     window = _int(d.get("cc_window", 1 << 30), "config.cc_window")
     if window < mtu:
         raise ConfigError(f"config.cc_window: at least one MTU ({mtu}) bytes")
+    router = _router(d["router"], ports) if d.get("router") is not None else None
     return AgentConfig(
         name=name, ports=tuple(ports), ev_mode=_EV_MODES[mode_name], srv6_templates=templates,
         mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
         netns=d.get("netns"), apps=tuple(apps), rx_batch=batch, evs_per_plane=evs,
         seed=_int(d.get("seed", 1), "config.seed"), cc_window=window,
-        core=parse_core(d.get("core", {})),
+        core=parse_core(d.get("core", {})), router=router,
     )
+
+
+def _router(raw: Any, ports: list[NicPortConfig]) -> RouterConfig:
+    w = "config.router"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{w}: must be an object")
+    rank = _int(_get(raw, "rank", w), f"{w}.rank")
+    gpus = _get(raw, "gids", w)
+    if not isinstance(gpus, list) or not 0 <= rank < len(gpus):
+        raise ConfigError(f"{w}.gids: one list of GIDs per GPU, including rank {rank}")
+    gids = tuple(tuple(_addr(ip6, g, f"{w}.gids[{r}]") for g in owned)
+                 for r, owned in enumerate(gpus))
+    if set(gids[rank]) != {p.gid for p in ports}:
+        raise ConfigError(f"{w}.gids[{rank}] must be this agent's port GIDs")
+    buckets = _int(raw.get("buckets", 64), f"{w}.buckets")
+    if not 1 <= buckets <= 256 or buckets & (buckets - 1):
+        raise ConfigError(f"{w}.buckets: a power of two up to 256, got {buckets}")
+    return RouterConfig(rank, gids, buckets)
 
 
 def load_config(path: str | Path) -> AgentConfig:

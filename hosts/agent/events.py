@@ -13,6 +13,13 @@ from hosts.transport import (
     LogRecord,
     WcStatus,
 )
+from hosts.transport.lognames import (
+    ASYNC_EVENT,
+    COMPLETION_ERROR,
+    ENDPOINT_RESPONSE,
+    ENDPOINT_TIMEOUT,
+    EV_STATE_CHANGED,
+)
 
 QlogEntry = tuple[int | None, str, dict[str, Any]]
 
@@ -22,28 +29,28 @@ def qlog_record(ev: object) -> QlogEntry | None:
     if isinstance(ev, LogRecord):
         return ev.qpn, ev.name, ev.data
     if isinstance(ev, EvStateChanged):
-        return ev.qpn, "mrc:ev_state_changed", {
+        return ev.qpn, EV_STATE_CHANGED, {
             "profile_id": ev.profile_id, "ev": ev.ev, "port": ev.port,
             "old": ev.old.name, "new": ev.new.name, "reason": ev.reason,
         }
     if isinstance(ev, Completion):
         if ev.status == WcStatus.SUCCESS:
             return None
-        return ev.qpn, "mrc:completion_error", {
+        return ev.qpn, COMPLETION_ERROR, {
             "cq": ev.cq, "wr_id": ev.wr_id, "status": ev.status.value, "opcode": ev.opcode.value,
         }
     if isinstance(ev, AsyncEvent):
-        return ev.qpn, "mrc:async_event", {
+        return ev.qpn, ASYNC_EVENT, {
             "kind": ev.kind.value, "port": ev.port, "detail": ev.detail,
         }
     if isinstance(ev, EndpointResponse):
-        return None, "mrc:endpoint_response", {
+        return None, ENDPOINT_RESPONSE, {
             "req_id": ev.req_id, "op": int(ev.op), "peer_gid": ev.peer_gid.hex(), "port": ev.port,
             "ev": ev.ev, "rtt": ev.rtt, "service_time": ev.service_time,
             "peer_port_status_mask": ev.peer_port_status_mask,
         }
     if isinstance(ev, EndpointTimeout):
-        return None, "mrc:endpoint_timeout", {
+        return None, ENDPOINT_TIMEOUT, {
             "req_id": ev.req_id, "op": int(ev.op), "peer_gid": ev.peer_gid.hex(), "port": ev.port,
             "ev": ev.ev,
         }

@@ -67,10 +67,11 @@ class Framer:
         """Encode ``tx`` into ``tx_buf``; return the frame length (0: cannot be sent)."""
         return self.encode_into(tx, self.tx_view)
 
-    def encode_into(self, tx: TxPacket, buf: memoryview) -> int:
+    def encode_into(self, tx: TxPacket, buf: memoryview, port: int | None = None) -> int:
         """Encode ``tx`` into ``buf`` (a frame-sized writable view); return the frame length
-        (0: cannot be sent)."""
-        frame = self._frames[tx.port]
+        (0: cannot be sent). ``port``: the port it leaves on when a router chose another
+        than the core's (its MAC and GID are the frame's source)."""
+        frame = self._frames[tx.port if port is None else port]
         frame.ip_dst = tx.dst_gid
         frame.dscp = self._dscp_by_id[id(tx.tclass)]  # enum hashing is a Python call
         frame.ecn = ECT0 if tx.ecn_capable else 0

@@ -9,7 +9,8 @@ per ``send_batch`` when its C accelerator is built (else one recv/send per frame
 reference). ``send`` transmits one frame from a buffer the caller encoded into.
 
 The socket ignores its own transmissions (PACKET_IGNORE_OUTGOING) and only takes IPv6
-EtherType frames. Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
+EtherType frames. ``rx_stamp`` (common/rxstamp.py) tells how long the last batch read had
+waited in the socket (the agent's lag meter counts it). Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
 recovers lost packets, so the loop never blocks on a full transmit queue.
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from common.pktio import Buffer, RxBuffers, SendError, send_batch
+from common.rxstamp import RxStamp
 from hosts.agent.netns_enter import in_netns
 
 ETH_P_IPV6 = 0x86DD
@@ -90,6 +92,7 @@ class NicPort:
         self.lengths = self._rx.lengths
         self.batch = batch
         self._send = sock.send
+        self.rx_stamp = RxStamp(sock.fileno())  # how long the last batch waited (agent lag)
 
     def fileno(self) -> int:
         return self.sock.fileno()

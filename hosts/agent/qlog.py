@@ -4,14 +4,18 @@ Format (one JSON object per line, readable by tools and plots without this modul
 
 - line 1, the header: ``{"qlog_version": "0.4", "qlog_format": "JSON-lines", "title": ...,
   "trace": {"common_fields": {"host": H, "qpn": N | null, "reference_time": EPOCH_MS,
-  "time_format": "relative_ms"}}}``
+  "time_format": "relative_ms", "time_dilation": TDF}}}``
 - then events: ``{"time": MS_SINCE_REFERENCE, "name": "CATEGORY:EVENT", "data": {...}}``.
 
-Event names used by the agent (see docs/transport.md): ``mrc:qp_state_changed``,
-``mrc:ev_state_changed``, ``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``,
-``mrc:metrics_sampled`` (periodic counters, never per data packet) and whatever named records
-the transport core emits (passed through as they are). Writes are buffered and flushed on
-each metrics sample and on close, so logging stays off the per-packet path.
+Times are the run's clock (common/vclock.py): under time dilation (``time_dilation`` > 1)
+they are virtual milliseconds, and ``reference_time`` is the run clock's Unix time of the
+agent's start.
+
+Event names are the constants of hosts/transport/lognames.py (listed in docs/transport.md):
+the agent's own ``mrc:*`` events (EV state changes, failed completions, async events, port
+status, periodic metrics: never one per data packet) and the transport core's records, passed
+through as they are. Writes are buffered and flushed on each metrics sample and on close, so
+logging stays off the per-packet path.
 """
 
 from __future__ import annotations
@@ -21,18 +25,23 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from hosts.transport.lognames import METRICS_SAMPLED, QP_METRICS
+
 QLOG_VERSION = "0.4"
 
 
 class QlogWriter:
     """Writes per-QP qlog files under ``directory`` as ``HOST-qpN.qlog.jsonl``."""
 
-    def __init__(self, directory: str | Path, host: str, t0: float) -> None:
+    def __init__(self, directory: str | Path, host: str, t0: float,
+                 reference_unix: float | None = None, tdf: float = 1.0) -> None:
+        """``t0``: the agent's clock at ``reference_unix`` (Unix seconds; default now)."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.t0 = t0  # monotonic time of reference_time
-        self.reference_ms = time.time() * 1000.0
+        self.t0 = t0  # the agent's clock at reference_time
+        self.reference_ms = (time.time() if reference_unix is None else reference_unix) * 1000.0
+        self.tdf = tdf
         self._files: dict[int | None, IO[str]] = {}
         self.records = 0
 
@@ -54,6 +63,7 @@ class QlogWriter:
                         "qpn": qpn,
                         "reference_time": self.reference_ms,
                         "time_format": "relative_ms",
+                        "time_dilation": self.tdf,
                     }
                 },
             }
@@ -62,7 +72,7 @@ class QlogWriter:
         return f
 
     def event(self, qpn: int | None, name: str, data: dict[str, Any], now: float) -> None:
-        """Append one event; ``now`` is the agent's monotonic clock."""
+        """Append one event; ``now`` is the agent's clock (the run's, possibly dilated)."""
         line = json.dumps(
             {"time": round((now - self.t0) * 1000.0, 3), "name": name, "data": data},
             default=_jsonable,
@@ -113,7 +123,7 @@ def summarize(path: str | Path) -> dict[str, Any]:
     last_metrics: dict[str, Any] | None = None
     for e in events:
         counts[e["name"]] = counts.get(e["name"], 0) + 1
-        if e["name"] in ("mrc:qp_metrics", "mrc:metrics_sampled"):
+        if e["name"] in (QP_METRICS, METRICS_SAMPLED):
             last_metrics = e["data"]
     common = header.get("trace", {}).get("common_fields", {})
     return {

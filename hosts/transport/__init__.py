@@ -2,15 +2,25 @@
 
 HostCore is the per-host state machine: register memory, create/modify QPs, post work, feed
 received packets with receive(pkt, meta, now), pull packets_to_send(now), honour get_timer() /
-handle_timer(now), and drain next_event(). All value types live in hosts.transport.types.
+handle_timer(now), and drain next_event(). All value types live in hosts.transport.types;
+congestion-control algorithms register by name (hosts.transport.cc).
 """
 
-from hosts.transport.cc import CongestionControl, NackFeedback, NoCongestionControl, SackFeedback
+from hosts.transport.cc import (
+    FIXED_WINDOW,
+    CcSetup,
+    CongestionControl,
+    NackFeedback,
+    NoCongestionControl,
+    SackFeedback,
+    register_congestion_control,
+    registered_algorithms,
+)
 from hosts.transport.core import HostCore
-from hosts.transport.ev import FixedRotation, SprayPolicy
 from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.memory import ALL_ACCESS, Access, MemoryRegion
 from hosts.transport.profiles import CcProfile, EvEntry, EvProfile, EvProfileMode
+from hosts.transport.spray import FixedRotation, SprayPolicy
 from hosts.transport.types import (
     EXP_CNT_INFINITE,
     AsyncEvent,
@@ -43,10 +53,12 @@ from hosts.transport.types import (
 __all__ = [
     "ALL_ACCESS",
     "EXP_CNT_INFINITE",
+    "FIXED_WINDOW",
     "Access",
     "AsyncEvent",
     "AsyncEventKind",
     "CcProfile",
+    "CcSetup",
     "Completion",
     "CongestionControl",
     "EndpointResponse",
@@ -83,4 +95,6 @@ __all__ = [
     "WcOpcode",
     "WcStatus",
     "WrOpcode",
+    "register_congestion_control",
+    "registered_algorithms",
 ]

@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from common.classes import TrafficClass
+from hosts.transport.lognames import RX_ERROR
 from hosts.transport.memory import MemoryRegion, MemoryTable
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
@@ -196,13 +197,7 @@ class HostCore:
             out["ev_refused"] = qp.ev.refused
             out["ev_fallbacks"] = qp.ev.fallbacks
         if qp.req is not None:
-            out["bytes_in_flight"] = qp.req.inflight
-            out["tx_data"] = qp.req.txseq
-            out["tx_rtx"] = qp.req.n_rtx
-            thrs = [getattr(d, "threshold", None) for d in qp.req.detectors]
-            ints = [t for t in thrs if isinstance(t, int)]
-            if ints:
-                out["reorder_threshold"] = max(ints)
+            qp.req.recovery.add_stats(out)
         if qp.resp is not None:
             out["rx_data"] = qp.resp.n_rx_data
         return out
@@ -210,7 +205,11 @@ class HostCore:
     def qp_rtt(self, qpn: int) -> float | None:
         """Smoothed RTT from TSETH samples (seconds), None before the first sample."""
         req = self._qp(qpn).req
-        return None if req is None else req.srtt
+        return None if req is None else req.recovery.rtt.srtt
+
+    def qp_cc_log(self, qpn: int) -> dict[str, float]:
+        """The QP's congestion-control state (``CongestionControl.get_log_data``)."""
+        return dict(self._qp(qpn).cc.get_log_data())
 
     def set_dynamic_mpr(self, qpn: int, mpr_units: int) -> None:
         """Responder side: advertise a new MPR (units of 128 PSNs, <= mpr_dest)."""
@@ -275,7 +274,7 @@ class HostCore:
         except Exception as exc:  # bad input must never take the host down
             self._count("rx_errors")
             self.events.append(
-                LogRecord(now, pkt.bth.dest_qp, "transport:rx_error", {"error": repr(exc)})
+                LogRecord(now, pkt.bth.dest_qp, RX_ERROR, {"error": repr(exc)})
             )
 
     def mark_ready(self, qp: Qp) -> None:

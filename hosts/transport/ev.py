@@ -13,74 +13,17 @@ Datapath demotions that would leave fewer than ``ev_min_active`` usable EVs are 
 counted in ``refused``. Only ``active_count`` EVs (0 = all) are sprayed over; when an active EV
 leaves GOOD, a GOOD spare of the same plane (NIC port) takes its place. EVs whose local port
 is down, or whose plane the peer announced down (port status update), are not used at all.
-The rotation is a fixed pseudo-random permutation (``FixedRotation``); any object with the
-``SprayPolicy`` methods can replace it.
+The rotation is a fixed pseudo-random permutation (``FixedRotation``, hosts/transport/spray.py);
+any object with the ``SprayPolicy`` methods can replace it.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable
 
 from hosts.transport.profiles import EvEntry
+from hosts.transport.spray import FixedRotation, SprayPolicy
 from hosts.transport.types import EvState
-
-
-class SprayPolicy(Protocol):
-    """Chooses the next EV among the usable ones (indices into the profile's EV list)."""
-
-    def rebuild(self, usable: Sequence[int]) -> None:
-        """The usable set changed (kept in the policy's own order)."""
-        ...
-
-    def pick(self, avoid: int) -> tuple[int, bool]:
-        """Next usable index (not ``avoid`` when possible) or -1; and whether a round ended."""
-        ...
-
-
-class FixedRotation:
-    """A seeded permutation of all EVs, walked round-robin over the usable ones."""
-
-    def __init__(self, n: int, seed: int) -> None:
-        order = list(range(n))
-        random.Random(seed).shuffle(order)
-        self._rank = {idx: pos for pos, idx in enumerate(order)}
-        self._ring: list[int] = []
-        self._pos = 0
-
-    def rebuild(self, usable: Sequence[int]) -> None:
-        current = self._ring[self._pos] if self._ring and self._pos < len(self._ring) else None
-        self._ring = sorted(usable, key=self._rank.__getitem__)
-        self._pos = 0
-        if current is not None:
-            # continue after the EV we were at, so a rebuild does not restart the round
-            rank = self._rank[current]
-            for i, idx in enumerate(self._ring):
-                if self._rank[idx] >= rank:
-                    self._pos = i
-                    break
-
-    def pick(self, avoid: int) -> tuple[int, bool]:
-        ring = self._ring
-        n = len(ring)
-        if n == 0:
-            return -1, False
-        pos = self._pos
-        if pos >= n:
-            pos = 0
-        idx = ring[pos]
-        pos += 1
-        wrapped = pos >= n
-        if idx == avoid and n > 1:
-            if wrapped:
-                pos = 0
-            idx = ring[pos]
-            pos += 1
-            wrapped = wrapped or pos >= n
-        self._pos = 0 if wrapped else pos
-        return idx, wrapped
-
 
 Emit = Callable[[int, EvState, EvState, str], None]
 
@@ -123,9 +66,6 @@ class EvManager:
     # -- queries ------------------------------------------------------------------------
     def plane_ok(self, port: int) -> bool:
         return bool((self.local_mask >> port) & 1 and (self.remote_mask >> port) & 1)
-
-    def usable_count(self) -> int:
-        return len(self._usable)
 
     def usable(self) -> list[int]:
         return list(self._usable)

@@ -6,11 +6,20 @@ sends SACK/NACK). Control packets of both halves share one queue that is always 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
+import hosts.wire.layout as L
 from common.classes import TrafficClass
-from hosts.transport.cc import CongestionControl, NoCongestionControl
+from hosts.transport.cc import (
+    CcSetup,
+    CongestionControl,
+    NoCongestionControl,
+    congestion_control_factory,
+    registered_algorithms,
+)
 from hosts.transport.ev import EvManager
+from hosts.transport.lognames import QP_STATE
 from hosts.transport.memory import MemoryTable
 from hosts.transport.ops import DATA_OPS, OP_ACK, OP_NACK, OP_PROBE, OP_SACK
 from hosts.transport.profiles import CcProfile, EvProfile
@@ -21,6 +30,7 @@ from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
     Completion,
+    Event,
     EvState,
     EvStateChanged,
     HostConfig,
@@ -39,12 +49,25 @@ from hosts.transport.types import (
     WcOpcode,
     WcStatus,
 )
-from hosts.wire import MrcPacket
-
-if TYPE_CHECKING:
-    from hosts.transport.types import Event
+from hosts.wire import MrcPacket, Opcode
 
 M = QpAttrMask
+RxHandler = Callable[[MrcPacket, RxMeta, float], None]
+
+# Which half handles each opcode of layout.OPCODE_HEADERS (Qp.receive dispatches through a
+# per-QP table built from these). The requester's feedback must carry every header its opcode
+# requires or it is a counted drop (rx_dropped_state); the responder answers malformed data and
+# probes itself (NACK UNEXP_EVENT, rx_malformed). Endpoint opcodes are for QP 0x2 (HostCore):
+# sent to a QP they count as rx_bad_opcode, like opcodes the layout does not know.
+_REQUESTER_OPS: dict[int, str] = {OP_SACK: "on_sack", OP_NACK: "on_nack", OP_ACK: "on_ack"}
+_RESPONDER_OPS: dict[int, str] = {**dict.fromkeys(DATA_OPS, "on_data"), OP_PROBE: "on_probe"}
+_ENDPOINT_OPS = frozenset({int(Opcode.EP_REQUEST), int(Opcode.EP_RESPONSE)})
+_REQUIRED_HEADERS: dict[int, tuple[str, ...]] = {
+    op: tuple(h for h in L.OPCODE_HEADERS[Opcode(op)] if h not in L.OPTIONAL_HEADERS)
+    for op in _REQUESTER_OPS
+}
+if set(L.OPCODE_HEADERS) != set(_REQUESTER_OPS) | set(_RESPONDER_OPS) | _ENDPOINT_OPS:
+    raise ImportError("layout.OPCODE_HEADERS and Qp.receive's opcode table disagree")
 # (from, to) -> (required attributes, optional attributes)
 _TRANSITIONS: dict[tuple[QpState, QpState], tuple[QpAttrMask, QpAttrMask]] = {
     (QpState.RESET, QpState.INIT): (M.HINT | M.EV_PROFILE | M.CC_PROFILE, M.PATH_MTU),
@@ -101,6 +124,8 @@ class Qp:
         self.cc: CongestionControl = NoCongestionControl(self.cfg.default_cc_window)
         self.req: Requester | None = None
         self.resp: Responder | None = None
+        # opcode -> (handler, headers the packet must carry); filled at RTR and RTS
+        self._rx: dict[int, tuple[RxHandler, tuple[str, ...]]] = {}
         self.ctrl: deque[TxPacket] = deque()
         self.recvq: deque[RecvWR] = deque()
         self.stats: dict[str, int] = {}
@@ -126,6 +151,14 @@ class Qp:
 
     def log(self, now: float, name: str, **data: object) -> None:
         self.host.events.append(LogRecord(now, self.qpn, name, dict(data)))
+
+    def mark_ready(self) -> None:
+        """This QP may have packets to send."""
+        self.host.mark_ready(self)
+
+    def queue_control(self, tx: TxPacket) -> None:
+        """Queue a control packet whose route the caller chose (sent before any data)."""
+        self.ctrl.append(tx)
 
     @property
     def hint(self) -> QpHintFlag:
@@ -221,6 +254,7 @@ class Qp:
         if extra:
             raise QpError(f"QP {self.qpn}: {extra!r} not allowed in {cur.name} -> {new.name}")
         self._validate(attr, given, ev_profile)
+        cc_factory = self._cc_factory(cc_profile) if given & M.CC_PROFILE else None
         # everything checked: apply
         a = self.attr
         for bit, name in _COPIED_ATTRS:
@@ -235,8 +269,8 @@ class Qp:
             if given & M.EV_PROFILE:
                 assert ev_profile is not None
                 self._bind_ev(ev_profile)
-            if given & M.CC_PROFILE:
-                self._bind_cc(cc_profile)
+            if cc_factory is not None:
+                self.cc = cc_factory()
         if new == QpState.RTR and cur == QpState.INIT:
             self.dest_gids = a.dest_gids
             self.dest_qpn = a.dest_qpn
@@ -245,14 +279,49 @@ class Qp:
                 local_mask=self.host.port_status_mask,
                 remote_mask=(1 << len(self.dest_gids)) - 1,
             )
-            self.resp = Responder(self, a.rq_psn, a.mpr_dest * MPR_UNIT, a.max_wimm_dest)
+            self.resp = Responder(
+                self,
+                self.host.memory,
+                self.cfg,
+                qpn=self.qpn,
+                recv_cq=self.recv_cq,
+                rc=self.qp_type == QpType.RC,
+                hint=a.qp_hint,
+                dest_qpn=self.dest_qpn,
+                dscp_trimmed=self.dscp_trimmed,
+                dscp_trimmed_lasthop=self.dscp_trimmed_lasthop,
+                rq_psn=a.rq_psn,
+                mpr_psns=a.mpr_dest * MPR_UNIT,
+                max_wimm_dest=a.max_wimm_dest,
+            )
+            self._bind_rx()
         if new == QpState.RTS and cur == QpState.RTR:
-            self.req = Requester(self, a.sq_psn, a.mpr * MPR_UNIT, a.max_wimm, now)
+            assert self.ev is not None
+            self.req = Requester(
+                self,
+                self.ev,
+                self.cc,
+                self.cfg,
+                qpn=self.qpn,
+                send_cq=self.send_cq,
+                rc=self.qp_type == QpType.RC,
+                mtu=self.mtu,
+                hint=a.qp_hint,
+                dest_qpn=self.dest_qpn,
+                dest_gids=self.dest_gids,
+                sq_psn=a.sq_psn,
+                mpr_psns=a.mpr * MPR_UNIT,
+                max_wimm=a.max_wimm,
+                timeout=a.timeout,
+                retry=a.retry,
+                now=now,
+            )
+            self._bind_rx()
         if new == QpState.RTS and self.req is not None:
-            self.req.configure_timers()
+            self.req.recovery.configure_timers(a.timeout, a.retry)
         self.state = new
         a.qp_state = new
-        self.log(now, "qp:state", old=cur.name, new=new.name)
+        self.log(now, QP_STATE, old=cur.name, new=new.name)
 
     def _validate(self, attr: QpAttr, given: QpAttrMask, ev_profile: EvProfile | None) -> None:
         if given & M.EV_PROFILE and ev_profile is None:
@@ -306,11 +375,40 @@ class Qp:
         )
         self.ev.set_masks(local_mask=self.host.port_status_mask)
 
-    def _bind_cc(self, profile: CcProfile | None) -> None:
-        if self.cfg.cc_factory is not None:
-            self.cc = self.cfg.cc_factory(profile, self.qpn)
-        else:
-            self.cc = NoCongestionControl(self.cfg.default_cc_window)
+    def _cc_factory(self, profile: CcProfile | None) -> Callable[[], CongestionControl]:
+        """How this QP's controller is built: the host's ``cc_factory`` if it has one, else
+        the algorithm the CC profile names (no profile: the fixed window). Raises QpError for
+        an algorithm nobody registered, before anything is applied."""
+        cfg = self.cfg
+        qpn = self.qpn
+        host_factory = cfg.cc_factory
+        if host_factory is not None:
+            return lambda: host_factory(profile, qpn)
+        if profile is None:
+            return lambda: NoCongestionControl(cfg.default_cc_window)
+        factory = congestion_control_factory(profile.algorithm)
+        if factory is None:
+            raise QpError(
+                f"CC profile {profile.profile_id}: unknown congestion control "
+                f"{profile.algorithm!r} (registered: {', '.join(registered_algorithms())})"
+            )
+        setup = CcSetup(qpn, cfg.mtu, cfg.default_cc_window, dict(profile.params))
+        return lambda: factory(setup)
+
+    def _bind_rx(self) -> None:
+        """The receive table for the halves that exist (requester feedback before RTS is a
+        counted drop, rx_dropped_state)."""
+        rx: dict[int, tuple[RxHandler, tuple[str, ...]]] = {}
+        if self.resp is not None:
+            for op, name in _RESPONDER_OPS.items():
+                rx[op] = (getattr(self.resp, name), ())
+        for op, name in _REQUESTER_OPS.items():
+            handler = getattr(self.req, name) if self.req is not None else self._no_requester
+            rx[op] = (handler, _REQUIRED_HEADERS[op])
+        self._rx = rx
+
+    def _no_requester(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        self.count("rx_dropped_state")
 
     def _reset(self) -> None:
         self.__init__(  # type: ignore[misc]
@@ -351,7 +449,7 @@ class Qp:
         if status == WcStatus.RETRY_EXC_ERR:
             self.emit(AsyncEvent(AsyncEventKind.RETRY_EXCEEDED, self.qpn, None, detail))
         self.emit(AsyncEvent(AsyncEventKind.QP_FATAL, self.qpn, None, detail))
-        self.log(now, "qp:state", old=old.name, new="ERR", detail=detail)
+        self.log(now, QP_STATE, old=old.name, new="ERR", detail=detail)
 
     # -- work requests ------------------------------------------------------------------
     def post_send(self, wr: SendWR, view: memoryview, now: float) -> None:
@@ -393,30 +491,17 @@ class Qp:
         if state < QpState.RTR or state == QpState.ERR:
             self.count("rx_dropped_state")
             return
-        op = pkt.bth.opcode
-        if op in DATA_OPS:
-            assert self.resp is not None
-            self.resp.on_data(pkt, meta, now)
-        elif op == OP_SACK:
-            if self.req is None or pkt.seth is None or pkt.cc_state is None:
-                self.count("rx_dropped_state")
-                return
-            self.req.on_sack(pkt, meta, now)
-        elif op == OP_NACK:
-            if self.req is None or pkt.neth is None:
-                self.count("rx_dropped_state")
-                return
-            self.req.on_nack(pkt, meta, now)
-        elif op == OP_ACK:
-            if self.req is None or pkt.aeth is None:
-                self.count("rx_dropped_state")
-                return
-            self.req.on_ack(pkt, meta, now)
-        elif op == OP_PROBE:
-            assert self.resp is not None
-            self.resp.on_probe(pkt, meta, now)
-        else:
+        try:
+            handler, required = self._rx[pkt.bth.opcode]
+        except KeyError:
             self.count("rx_bad_opcode")
+            return
+        if required:
+            for name in required:
+                if getattr(pkt, name) is None:
+                    self.count("rx_dropped_state")
+                    return
+        handler(pkt, meta, now)
 
     def poll(self, now: float, out: list[TxPacket], budget: int) -> int:
         """Append up to ``budget`` packets to ``out``; returns how many."""
@@ -439,7 +524,7 @@ class Qp:
         if self.resp is not None and self.state in (QpState.RTR, QpState.RTS):
             t = self.resp.next_timer()
         if self.req is not None and self.state == QpState.RTS:
-            t2 = self.req.next_timer()
+            t2 = self.req.recovery.next_timer()
             if t2 is not None and (t is None or t2 < t):
                 t = t2
             if self.ev is not None and self.ev.has_bad():
@@ -454,7 +539,7 @@ class Qp:
         if self.resp is not None:
             self.resp.handle_timer(now)
         if self.req is not None and self.state == QpState.RTS:
-            self.req.handle_timer(now)
+            self.req.recovery.on_timer(now)
             ev = self.ev
             if ev is not None and ev.has_bad() and now >= self.next_ev_probe:
                 self._probe_bad_evs(ev, now)
@@ -508,7 +593,7 @@ class Qp:
                     tx = TxPacket(tx.pkt, p, dst, evv, tx.tclass, tx.ecn_capable)
                 self.ctrl.append(tx)
         if lost_ports and self.req is not None and self.state == QpState.RTS:
-            self.req.requeue_ports(lost_ports, now)
+            self.req.recovery.on_planes_lost(lost_ports, now)
         self.host.mark_ready(self)
 
 

@@ -16,8 +16,10 @@ reported at least once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Protocol
 
+from hosts.transport.memory import MemoryTable
 from hosts.transport.ops import IMM_LAST_OPS, OP_SACK, require_fields
 from hosts.transport.psn import (
     MASK64,
@@ -31,16 +33,15 @@ from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
     Completion,
+    Event,
+    HostConfig,
     QpHintFlag,
-    QpType,
+    RecvWR,
     RxMeta,
     WcOpcode,
     WcStatus,
 )
 from hosts.wire import Aeth, Bth, CcState, MrcPacket, NackReason, Neth, Opcode, SackVerdict, Seth
-
-if TYPE_CHECKING:
-    from hosts.transport.qp import Qp
 
 _new = object.__new__
 require_fields(Bth, "opcode se m pad tver pkey fecn becn dest_qp ack_req rtx tsh psn", "Responder._sack")
@@ -60,10 +61,47 @@ RC_ACK = 0x1F  # AETH syndrome: ACK (credit field unused)
 RC_NAK_SEQ = 0x60
 
 
+class ResponderQp(Protocol):
+    """What the responder needs from its QP."""
+
+    recvq: deque[RecvWR]  # posted receives, consumed in order by WriteImm messages
+
+    def count(self, name: str, n: int = 1) -> None: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def fail(self, now: float, status: WcStatus, detail: str, *, first_status: bool = True) -> None:
+        ...
+
+    def send_ctrl(self, pkt: MrcPacket, port: int) -> None: ...
+
+
 class Responder:
-    def __init__(self, qp: Qp, rq_psn: int, mpr_psns: int, max_wimm_dest: int) -> None:
+    def __init__(
+        self,
+        qp: ResponderQp,
+        memory: MemoryTable,
+        cfg: HostConfig,
+        *,
+        qpn: int,
+        recv_cq: int,
+        rc: bool,
+        hint: QpHintFlag,
+        dest_qpn: int,
+        dscp_trimmed: int,
+        dscp_trimmed_lasthop: int,
+        rq_psn: int,
+        mpr_psns: int,
+        max_wimm_dest: int,
+    ) -> None:
         self.qp = qp
-        self.rc = qp.qp_type == QpType.RC
+        self.memory = memory
+        self.qpn = qpn
+        self.recv_cq = recv_cq
+        self.rc = rc
+        self.dest_qpn = dest_qpn
+        self.dscp_trimmed = dscp_trimmed
+        self.dscp_trimmed_lasthop = dscp_trimmed_lasthop
         self.cack = rq_psn - 1
         self.rbits = 0
         self.unrep = 0
@@ -77,12 +115,11 @@ class Responder:
         self.imm_min = -1
         self.rcvd_bytes = 0
         self.ooo = 0
-        hint = qp.hint
         self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
         self.svc = bool(hint & QpHintFlag.SVC_TIME)
         self.trim_nack = bool(hint & QpHintFlag.TRIM_NACK)
-        self.coalesce = max(1, qp.cfg.ack_coalesce)
-        self.ack_delay = qp.cfg.ack_delay
+        self.coalesce = max(1, cfg.ack_coalesce)
+        self.ack_delay = cfg.ack_delay
         self.pending = 0
         self.ack_deadline: float | None = None
         # the packet the next coalesced SACK answers
@@ -93,7 +130,7 @@ class Responder:
         self.t_port = 0
         self.rc_nak_sent = False
         self.n_rx_data = 0
-        self.penalty = qp.cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
+        self.penalty = cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
         self.restore = False
 
     # -- data ---------------------------------------------------------------------------
@@ -104,7 +141,7 @@ class Responder:
         psn = self.cack + 1 + (d - 0x1000000 if d >= 0x800000 else d)
         ts = pkt.tseth.tx_timestamp if pkt.tseth is not None else 0
         dscp = meta.dscp
-        trimmed = pkt.trimmed or dscp == qp.dscp_trimmed or dscp == qp.dscp_trimmed_lasthop
+        trimmed = pkt.trimmed or dscp == self.dscp_trimmed or dscp == self.dscp_trimmed_lasthop
         if self.rc:
             self._on_data_rc(pkt, meta, now, psn, ts, trimmed)
             return
@@ -129,7 +166,7 @@ class Responder:
             if self.trim_nack:
                 reason = (
                     NackReason.TRIMMED_LASTHOP
-                    if dscp == qp.dscp_trimmed_lasthop
+                    if dscp == self.dscp_trimmed_lasthop
                     else NackReason.TRIMMED
                 )
                 self._nack(reason, psn, meta, ts)
@@ -179,12 +216,12 @@ class Responder:
             return self._fatal(now, psn, meta, ts, "data packet without RETH/METH")
         payload = pkt.payload
         size = len(payload)
-        mr = qp.host.memory.remote_write(reth.rkey, reth.va, size)
+        mr = self.memory.remote_write(reth.rkey, reth.va, size)
         if mr is None:
             qp.emit(
                 AsyncEvent(
                     AsyncEventKind.REMOTE_ACCESS_ERROR,
-                    qp.qpn,
+                    self.qpn,
                     None,
                     f"bad remote write rkey={reth.rkey:#x} va={reth.va:#x} len={size}",
                 )
@@ -222,8 +259,8 @@ class Responder:
             r = qp.recvq.popleft()
             qp.emit(
                 Completion(
-                    qp.recv_cq,
-                    qp.qpn,
+                    self.recv_cq,
+                    self.qpn,
                     r.wr_id,
                     WcStatus.SUCCESS,
                     WcOpcode.RECV_RDMA_WITH_IMM,
@@ -267,7 +304,7 @@ class Responder:
         bth.se = bth.m = bth.fecn = bth.becn = bth.ack_req = bth.rtx = bth.tsh = False
         bth.pad = bth.tver = 0
         bth.pkey = 0xFFFF
-        bth.dest_qp = qp.dest_qpn
+        bth.dest_qp = self.dest_qpn
         bth.psn = cack & PSN_MASK
         seth = _new(Seth)
         seth.m = m
@@ -304,7 +341,7 @@ class Responder:
     def _nack(self, reason: int, psn: int, meta: RxMeta, ts: int) -> None:
         qp = self.qp
         pkt = MrcPacket(
-            Bth(opcode=Opcode.NACK, dest_qp=qp.dest_qpn, psn=psn & PSN_MASK),
+            Bth(opcode=Opcode.NACK, dest_qp=self.dest_qpn, psn=psn & PSN_MASK),
             neth=Neth(reason=reason, entropy=meta.ev, nack_psn=psn & PSN_MASK, tx_timestamp=ts),
         )
         qp.count("tx_nack")
@@ -391,7 +428,7 @@ class Responder:
         qp = self.qp
         psn = self.cack + 1 if nak else self.cack
         pkt = MrcPacket(
-            Bth(opcode=Opcode.ACK, dest_qp=qp.dest_qpn, psn=psn & PSN_MASK),
+            Bth(opcode=Opcode.ACK, dest_qp=self.dest_qpn, psn=psn & PSN_MASK),
             aeth=Aeth(syndrome=RC_NAK_SEQ if nak else RC_ACK, msn=0),
         )
         self.pending = 0

@@ -238,6 +238,7 @@ class QpOptions:
     retry: RetryAttr = field(default_factory=lambda: RetryAttr(7, 6))
     hint: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
     profile_id: int = 1
+    cc_profile_id: int = 0  # none installed: the fixed window
     start_psn: int = 0  # first PSN in both directions (exchanged out of band)
 
 
@@ -256,7 +257,7 @@ def connect(
             qp_state=QpState.INIT,
             qp_hint=o.hint,
             ev_profile_id=o.profile_id,
-            cc_profile_id=0,
+            cc_profile_id=o.cc_profile_id,
         )
         host.modify_qp(qpn, attr, M.STATE | M.HINT | M.EV_PROFILE | M.CC_PROFILE)
         attr.qp_state = QpState.RTR

@@ -17,9 +17,9 @@ from hosts.wire import MrcPacket
 
 if TYPE_CHECKING:
     from hosts.transport.cc import CongestionControl
-    from hosts.transport.ev import SprayPolicy
     from hosts.transport.loss import LossDetector
     from hosts.transport.profiles import CcProfile
+    from hosts.transport.spray import SprayPolicy
 
 
 class QpError(Exception):

@@ -21,8 +21,8 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from hosts.wire import fastpath
-from hosts.wire import layout as L
+import hosts.wire.fastpath as fastpath
+import hosts.wire.layout as L
 from hosts.wire.compile import CompiledLayout, compile_layout
 from hosts.wire.enums import ICRC_LEN, Opcode
 from hosts.wire.errors import WireError

@@ -21,9 +21,9 @@ from dataclasses import fields as dataclass_fields
 from types import ModuleType
 from typing import Any
 
+import hosts.wire.icrc as icrc
+import hosts.wire.layout as L
 from common import cext
-from hosts.wire import icrc
-from hosts.wire import layout as L
 from hosts.wire.compile import field_shift, plan_stack
 from hosts.wire.enums import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
 from hosts.wire.headers import Bth

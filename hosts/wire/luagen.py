@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hosts.wire import layout as L
+import hosts.wire.layout as L
 from hosts.wire.compile import plan_stack
 from hosts.wire.enums import EndpointOp, NackReason, Opcode, SackVerdict
 

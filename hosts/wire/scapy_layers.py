@@ -36,7 +36,7 @@ from scapy.fields import (
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
 
-from hosts.wire import layout as L
+import hosts.wire.layout as L
 from hosts.wire.codec import HEADER_CLASSES
 from hosts.wire.enums import EndpointOp, NackReason, Opcode, SackVerdict
 from hosts.wire.headers import Bth

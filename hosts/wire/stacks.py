@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from typing import TypeVar
 
-from hosts.wire import layout as L
+import hosts.wire.layout as L
 from hosts.wire.compile import Word, generate, plan_stack
 from hosts.wire.enums import ICRC_LEN, ROCEV2_UDP_PORT, Opcode
 from hosts.wire.errors import WireError

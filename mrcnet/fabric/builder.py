@@ -36,10 +36,13 @@ def _quiet(cmd: list[str]) -> None:
 class MininetFabric:
     """The Mininet part of a run: ``build()``, ``start_switches()``, ``stop()``."""
 
-    def __init__(self, plan: FabricPlan, run_dir: Path, switch_kind: str = "embedded") -> None:
+    def __init__(self, plan: FabricPlan, run_dir: Path, switch_kind: str = "embedded",
+                 switch_args: list[str] | None = None) -> None:
+        """``switch_args``: extra flags of every embedded switch (the run's clock, ...)."""
         self.plan = plan
         self.run_dir = run_dir
         self.switch_kind = switch_kind
+        self.switch_args = tuple(switch_args or ())
         self.net: Any = None
         self.hosts: dict[str, Any] = {}
         self.switches: dict[str, Any] = {}
@@ -77,7 +80,8 @@ class MininetFabric:
             else:
                 self.switches[s.name] = net.addSwitch(
                     s.name, cls=EmbeddedP4Switch, links=dict(s.egress),
-                    ingress_links=dict(s.ingress), python=sys.executable, **common)
+                    ingress_links=dict(s.ingress), python=sys.executable,
+                    extra_args=self.switch_args, **common)
         by_switch = {s.name: s for s in plan.switches}
         for h in plan.hosts:
             for p in h.ports:

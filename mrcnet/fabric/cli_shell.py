@@ -98,7 +98,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
         sampler = self.fab.sampler
         s = sampler.sample() if sampler is not None else None
         if s is None and sampler is not None:  # a rate needs two readings: measure one interval
-            time.sleep(sampler.interval)
+            time.sleep(self.fab.clock.to_wall(sampler.interval))
             s = sampler.sample()
         if s is None:
             self._say("no sample yet")
@@ -163,7 +163,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
             return
         summary = wl.summary()
         self.fab.cli_workloads.append(summary)
-        self._say(summary_table([summary]))
+        self._say(summary_table([summary], self.fab.clock.dilated))
 
     def do_EOF(self, line: str) -> bool:
         sys.stdout.write("\n")

@@ -12,8 +12,12 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
   ``depth`` outstanding, the last one a WriteImm.
 
 Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
-counters (retransmissions); the writer also lists ``progress`` = (unix time, bytes whose
-Writes completed) at every completion, i.e. acknowledged goodput over time.
+counters (retransmissions), and ``timing``: the agent loop's lag-meter snapshots
+(common/lag.py) when the transfer started and ended; the writer also lists ``progress`` =
+(Unix time, bytes whose Writes completed) at every completion, i.e. acknowledged goodput over
+time. Times are the run's clock (the agent's, common/vclock.py): ``seconds`` and ``timeout``
+are virtual seconds under time dilation and ``progress`` stamps are ``RunClock.unix`` times.
+Waiting for the peer's out-of-band file is a wall-clock guard.
 """
 
 from __future__ import annotations
@@ -86,6 +90,10 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
+    if job["role"] == "collective":
+        from mrcnet.fabric.collective_job import run_collective_job
+
+        return run_collective_job(ctx, job)
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
@@ -105,23 +113,28 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     peer = _await_file(oob / f"{job['peer']}.json", timeout)
     connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
                attr)
-    start = time.monotonic()
+    agent = ctx.agent
+    clock = agent.clock
+    unix = agent.run_clock.unix
+    timing_start = agent.timing()
+    start = clock()
     if not writer:
         wcs = cq.wait(1, timeout)
-        elapsed = time.monotonic() - start
+        elapsed = clock() - start
         ok = bool(wcs) and wcs[0].status == WcStatus.SUCCESS
         return {"bytes": size if ok else 0, "seconds": elapsed,
                 "sha256": hashlib.sha256(buf).hexdigest() if ok else "",
                 "errors": [] if ok else [f"no WriteImm completion: {wcs!r}"],
+                "timing": {"start": timing_start, "end": agent.timing()},
                 **_qp_report(ctx, qp.qpn)}
     chunk = int(job.get("chunk", 256 << 10))
     depth = int(job.get("depth", 8))
     offsets = list(range(0, size, chunk))
     posted = done = acked = 0
     errors: list[str] = []
-    progress: list[tuple[float, int]] = [(round(time.time(), 4), 0)]  # (unix time, bytes acked)
+    progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
     deadline = start + timeout
-    while done < len(offsets) and time.monotonic() < deadline and not errors:
+    while done < len(offsets) and clock() < deadline and not errors:
         while posted < len(offsets) and posted - done < depth:
             off = offsets[posted]
             last = posted == len(offsets) - 1
@@ -131,19 +144,21 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
                 remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
                 imm=DONE_IMM if last else 0))
             posted += 1
-        for wc in cq.wait(1, max(0.0, min(1.0, deadline - time.monotonic()))) + cq.poll(depth):
+        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(depth):
             done += 1
             if wc.status != WcStatus.SUCCESS:
                 errors.append(f"wr {wc.wr_id}: {wc.status.value}")
             else:
                 acked += min(chunk, size - offsets[wc.wr_id])
-                progress.append((round(time.time(), 4), acked))
-    elapsed = time.monotonic() - start
+                progress.append((round(unix(), 6), acked))
+    elapsed = clock() - start
     ok = done == len(offsets) and not errors
     if done < len(offsets) and not errors:
         errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
     return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
-            "completed_wrs": done, "progress": progress, **_qp_report(ctx, qp.qpn)}
+            "completed_wrs": done, "progress": progress,
+            "timing": {"start": timing_start, "end": agent.timing()},
+            **_qp_report(ctx, qp.qpn)}
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:

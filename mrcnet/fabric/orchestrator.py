@@ -17,6 +17,15 @@ Start order (each step waits for readiness with a timeout whose message names th
 Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
 SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
 namespaces, interfaces or processes behind. Processes are stopped by the pid started.
+
+Time: the run has one clock (``Fabric.clock``, common/vclock.py) with the time-dilation
+factor ``RunOptions.tdf`` and an epoch read when the Fabric is created; every switch, the
+controller and every agent get it as ``--tdf``/``--clock-epoch``. The workload runner, the
+failure schedule, the live view and the results use it too (virtual seconds under
+dilation); start-up timings and readiness timeouts are wall-clock. BMv2 switches cannot run on
+a dilated clock: a TDF other than 1 with ``switch="bmv2"`` is refused before anything starts.
+``Fabric.fidelity`` marks the switches' lag meters and the processes' CPU for the workloads'
+fidelity figures (mrcnet/fabric/fidelity.py).
 """
 
 from __future__ import annotations
@@ -37,15 +46,20 @@ from typing import Any
 import yaml
 
 from common.netns import stop_process_group, wait_until
+from common.vclock import RunClock
 from mrcnet.fabric.builder import MininetFabric
 from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
+from mrcnet.fabric.fidelity import FidelityMonitor
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
-from topologies.model import PathMode, Topology
+from topologies.model import FabricKind, PathMode, Topology
 
 REPO = Path(__file__).resolve().parents[2]
+ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
+ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
+CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliability probe
 
 
 class FabricError(RuntimeError):
@@ -63,13 +77,25 @@ class RunOptions:
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
-    sample_interval: float = 0.5
+    sample_interval: float = 0.5  # seconds of the run's clock
+    tdf: float = 1.0  # time-dilation factor of the run's clock (common/vclock.py)
+    # Lag (virtual seconds) up to which a process counts as on time; None: the time one
+    # MTU-sized frame takes on the fastest link (see lag_tolerance()).
+    lag_tolerance: float | None = None
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
     # new probe: EV probes every 50 ms, answers awaited 250 ms.
     core_tuning: dict[str, float | int | None] = field(
         default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
+
+
+def lag_tolerance(topo: Topology) -> float:
+    """The run's on-time budget: one MTU-sized frame's time on the fastest link (a process
+    later than that reorders the emulated network's events by a whole packet); 2 ms when no
+    link has a rate."""
+    rates = [ln.params.rate_bps for ln in topo.links if ln.params.rate_bps > 0]
+    return topo.fabric.mtu * 8 / max(rates) if rates else 2e-3
 
 
 def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
@@ -91,11 +117,15 @@ class Fabric:
         self.prefix = opts.prefix or "m" + secrets.token_hex(2)
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + self.prefix
         self.run_dir = Path(opts.results_root) / self.run_id
+        self.clock = RunClock(opts.tdf, time.monotonic())  # ClockError on a bad factor
+        self.fidelity: FidelityMonitor | None = None
+        self.lag_tolerance = 0.0  # set at start (RunOptions.lag_tolerance or the topology's)
+        self.proc_args: list[str] = []  # clock and lag flags of every switch and agent
         self.topo: Topology | None = None
         self.plan: FabricPlan | None = None
         self.mn: MininetFabric | None = None
         self.ctl: CtlClient | None = None
-        self.tracker = EvTracker()
+        self.tracker = EvTracker(clock=self.clock.now)
         self.sampler: StatsSampler | None = None
         self.runner: WorkloadRunner | None = None
         self.controller: subprocess.Popen[bytes] | None = None
@@ -131,6 +161,9 @@ class Fabric:
     def _start(self) -> None:
         opts = self.opts
         t0 = time.monotonic()
+        if opts.switch == "bmv2" and self.clock.dilated:
+            raise FabricError(f"--tdf {opts.tdf:g}: BMv2 (simple_switch_grpc) runs on the wall "
+                              "clock and cannot be dilated; use --tdf 1 or the embedded switch")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
         topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
@@ -141,7 +174,12 @@ class Fabric:
         self.say(f"run {self.run_id}: {topo.name}, {len(plan.switches)} switches "
                  f"({opts.switch}), {len(plan.hosts)} hosts, mode {mode.value}, "
                  f"links {opts.rate or 'as in the file'}; results in {self.run_dir}")
-        self.mn = MininetFabric(plan, self.run_dir, opts.switch)
+        if self.clock.dilated:
+            self.say(f"time dilation: TDF {self.clock.tdf:g} (a virtual second lasts "
+                     f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
+        self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
+        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
+        self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
         self.mn.build()
         self.mn.start_switches()
         self._step("switches", t0)
@@ -152,11 +190,15 @@ class Fabric:
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)
-        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE)
         addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
-        self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                    show=opts.show)
-        self.sampler.start()
+        if opts.switch == "embedded":  # BMv2 has no lag meter
+            self.fidelity = FidelityMonitor(self.clock, addresses, self.pids)
+        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
+                                     self.clock, topo, self.fidelity)
+        if not self.circuit:  # the live view samples packet switches' per-plane counters
+            self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
+                                        show=opts.show, clock=self.clock)
+            self.sampler.start()
         self._write_state("running")
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
 
@@ -168,7 +210,8 @@ class Fabric:
             "state": state, "pid": os.getpid(), "prefix": self.prefix,
             "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
             "topology": str(self.run_dir / "topology.yaml"),
-            "mode": self.mode.value if self.mode else None}, indent=1))
+            "mode": self.mode.value if self.mode else None,
+            "tdf": self.clock.tdf, "clock_epoch": self.clock.epoch}, indent=1))
 
     def _start_controller(self, topo_path: Path, mode: PathMode) -> None:
         assert self.mn is not None
@@ -179,7 +222,7 @@ class Fabric:
         log = self.run_dir / "controller.log"
         cmd = [sys.executable, "-m", "controller.server", "--unix", str(sock), "--topology",
                str(topo_path), "--switches", str(smap), "--mode", mode.value,
-               "--cp-delay", str(self.opts.cp_delay)]
+               "--cp-delay", str(self.opts.cp_delay), *self.clock.args()]
         with open(log, "wb") as out:
             self.controller = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                                stdin=subprocess.DEVNULL, start_new_session=True,
@@ -196,9 +239,30 @@ class Fabric:
         wait_until(ready, 90, f"the controller to program the switches (log {log})", 0.05)
         self.ctl = CtlClient(f"unix:{sock}")
 
+    @property
+    def circuit(self) -> bool:
+        """A photonic scale-up domain (GPUs around an OCS) rather than a packet fabric."""
+        return self.topo is not None and self.topo.fabric.kind == FabricKind.CIRCUIT
+
     def agent_config(self, host: str, mode: PathMode) -> dict[str, Any]:
         assert self.plan is not None and self.sock_dir is not None
         h = self.plan.host(host)
+        extra: dict[str, Any] = {}
+        core = dict(self.opts.core_tuning)
+        if self.circuit:  # GPUs: built-in router, one EV per routing bucket
+            ranks = [g.name for g in self.plan.hosts]
+            extra = {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
+                                "gids": [[p.gid for p in g.ports] for g in self.plan.hosts]},
+                     "evs_per_plane": ROUTE_BUCKETS // len(h.ports)}
+            # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way):
+            # coalesce them over the time ACK_COALESCE_MTUS frames take on the wire instead of
+            # the core's NIC-speed 20 us, or the GPUs spend their CPU forwarding ACKs.
+            rate = min(ln.params.rate_bps for ln in self.plan.topo.links) or 1e9
+            core.setdefault("ack_delay", min(
+                0.01, ACK_COALESCE_MTUS * self.plan.topo.fabric.mtu * 8 / rate))
+            # Congested multi-hop steps queue a fixed window at every hop: a reliability
+            # probe after the core's timeout/4 would take queued packets for lost.
+            core.setdefault("probe_after", CIRCUIT_PROBE_AFTER)
         return {
             "name": host,
             "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
@@ -208,10 +272,11 @@ class Fabric:
             "mtu": self.plan.topo.fabric.mtu,
             "qlog_dir": str(self.run_dir / "qlog"),
             "cc_window": self.opts.window,
-            "core": dict(self.opts.core_tuning),
+            "core": core,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
             "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
                       "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],
+            **extra,
         }
 
     def _start_agents(self, mode: PathMode) -> None:
@@ -225,7 +290,8 @@ class Fabric:
             log = logs[h.name] = adir / f"{h.name}.log"
             with open(log, "wb") as out:
                 self.agents[h.name] = self.mn.hosts[h.name].popen(
-                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg)],
+                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg),
+                     *self.proc_args],
                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
 
         def ready() -> bool:
@@ -240,8 +306,22 @@ class Fabric:
         wait_until(ready, 60, f"agents to register (logs in {adir})", 0.05)
 
     # -- operations --------------------------------------------------------------------------
+    def pids(self) -> dict[str, int]:
+        """Process name -> pid of every process of the run that is running now."""
+        out: dict[str, int] = {}
+        if self.controller is not None and self.controller.poll() is None:
+            out["controller"] = self.controller.pid
+        for name, proc in self.agents.items():
+            if proc.poll() is None:
+                out[f"agent-{name}"] = proc.pid
+        if self.mn is not None:
+            for name, sw in self.mn.switches.items():
+                if sw.proc is not None and sw.proc.poll() is None:
+                    out[name] = sw.proc.pid
+        return out
+
     def log_link(self, label: str, up: bool) -> None:
-        self.link_log.append({"t": time.monotonic() - self.tracker.t0, "link": label, "up": up})
+        self.link_log.append({"t": self.clock.now() - self.tracker.t0, "link": label, "up": up})
 
     def set_link(self, endpoint: str, label: str, up: bool) -> Any:
         """A link change through the controller, recorded for the results."""
@@ -292,6 +372,8 @@ class Fabric:
             self._write_state("stopped")
         if self.sampler is not None:
             self.sampler.stop()
+        if self.fidelity is not None:
+            self.fidelity.close()
         for name in list(self.agents):
             stop_process_group(self.agents.pop(name))
         if self.ctl is not None:

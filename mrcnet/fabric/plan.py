@@ -23,7 +23,7 @@ from topologies.paths import attached_switch
 
 
 class PlanError(ValueError):
-    """The topology cannot be run as asked (names too long, circuit fabric, ...)."""
+    """The topology cannot be run as asked (names too long, ...)."""
 
 
 @dataclass(frozen=True)
@@ -83,21 +83,21 @@ def _ifname(prefix: str, kind: str, order: int, port: int) -> str:
 
 def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
     """All names and parameters of a run of ``topo`` in ``mode`` (raises PlanError)."""
-    from topologies.model import FabricKind
-
-    if topo.fabric.kind != FabricKind.PACKET:
-        raise PlanError(f"{topo.name} is a {topo.fabric.kind.value} fabric; mrcnet up runs "
-                        "packet fabrics (circuit fabrics are driven by mrcnet harvest)")
+    # Circuit fabrics: the OCS is the one switch and the GPUs are the hosts (their links
+    # shaped at the OCS in both directions, as host links are at leaves).
+    endpoints = (NodeKind.HOST, NodeKind.GPU)
     switches = []
-    for sw in topo.nodes_of(NodeKind.SWITCH):
+    for sw in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS):
         ports = topo.ports(sw.name)
         ifnames = {p: _ifname(prefix, "s", sw.order, p) for p in sorted(ports)}
         egress = {p: link_spec(link.params) for p, link in ports.items()}
-        ingress = {p: link_spec(link.params) for p, link in ports.items()
-                   if topo.node(link.other(sw.name).node).kind == NodeKind.HOST}
+        # GPUs queue their port's traffic (own and forwarded) by class, as NICs do
+        nic = ",nicprio=1" if sw.kind == NodeKind.OCS else ""
+        ingress = {p: link_spec(link.params) + nic for p, link in ports.items()
+                   if topo.node(link.other(sw.name).node).kind in endpoints}
         switches.append(SwitchPlan(sw.name, sw.order + 1, ifnames, egress, ingress))
     hosts = []
-    host_nodes = topo.nodes_of(NodeKind.HOST)
+    host_nodes = topo.nodes_of(*endpoints)
     for h in host_nodes:
         hports = []
         for p, link in sorted(topo.ports(h.name).items()):

@@ -2,9 +2,13 @@
 
 Files (``results/runs/<run-id>/``):
 
-- ``results.json``: options, start-up timings, workload summaries (verified bytes, QP errors,
-  retransmissions, per-flow rows), link events (seconds since the stats clock start), EV
-  events, switch counter samples, convergence lines of the controller log;
+- ``results.json``: options, start-up timings (wall seconds), the run's clock (``tdf``,
+  ``time``: "wall" or "virtual"), ``faithful`` and ``fidelity`` (the least faithful
+  workload's figures, mrcnet/fabric/fidelity.py) with any ``warnings``, workload summaries
+  (verified bytes, QP errors, retransmissions, goodput against the configured capacity,
+  per-flow rows, fidelity), link events (seconds since the stats clock start), EV events,
+  switch counter samples, convergence lines of the controller log; every time except the
+  start-up timings is on the run's clock (virtual seconds under time dilation);
 - ``goodput.png``: delivered throughput per plane over time, failures (red) and restorations
   (green) marked;
 - ``ev_states.png``: EVs (over all QPs) currently ASSUMED_BAD over time, and the cumulative
@@ -36,8 +40,9 @@ def write_json(run_dir: Path, data: dict[str, Any]) -> Path:
 
 
 def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]],
-         ev_events: list[dict[str, Any]], planes: int) -> list[Path]:
-    """Write the PNG plots; returns their paths (none without samples)."""
+         ev_events: list[dict[str, Any]], planes: int, tdf: float = 1.0) -> list[Path]:
+    """Write the PNG plots; returns their paths (none without samples). Axes are on the
+    run's clock and say "virtual" under time dilation (``tdf`` > 1)."""
     if not samples:
         return []
     import matplotlib
@@ -47,12 +52,15 @@ def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]]
 
     out = []
     t = [s.t for s in samples]
+    virtual = tdf != 1.0
+    xlabel = f"virtual time (s, TDF {tdf:g})" if virtual else "time (s)"
+    per_s = "Mb per virtual s" if virtual else "Mb/s"
     fig, ax = plt.subplots(figsize=(8, 4))
     for p in range(planes):
         ax.plot(t, [s.plane_bps[p] / 1e6 for s in samples], label=f"plane {p}")
     _mark(ax, link_events)
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("delivered to hosts (Mb/s)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(f"delivered to hosts ({per_s})")
     ax.set_title("Throughput per plane")
     ax.legend(loc="best")
     ax.grid(alpha=0.3)
@@ -70,7 +78,7 @@ def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]]
         if times:
             ax.plot(times, range(1, len(times) + 1), style, label=label)
     _mark(ax, link_events)
-    ax.set_xlabel("time (s)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("EVs (all QPs)")
     ax.set_title("EV states")
     ax.legend(loc="best")
@@ -105,13 +113,18 @@ def _mark(ax: Any, link_events: list[dict[str, Any]]) -> None:
                    label=f"{e['link']} {'up' if e['up'] else 'down'}")
 
 
-def summary_table(workloads: list[dict[str, Any]]) -> str:
-    rows = [("workload", "qp", "flows", "verified", "MiB", "QP errors", "rtx pkts", "s")]
+def summary_table(workloads: list[dict[str, Any]], virtual: bool = False) -> str:
+    """One row per workload; ``virtual``: the times are virtual seconds (time dilation)."""
+    rows = [("workload", "qp", "flows", "verified", "MiB", "QP errors", "rtx pkts",
+             "virtual s" if virtual else "s", "of capacity", "faithful")]
     for w in workloads:
+        fraction = w.get("goodput_fraction")
+        fid = w.get("fidelity")
         rows.append((w["workload"], w["qp_type"], str(w["flows"]),
                      f"{w['verified_flows']}/{w['flows']}", f"{w['verified_bytes'] / 2**20:.1f}",
                      str(w["qp_errors"]), str(w["retransmitted_packets"]),
-                     f"{w['seconds']:.2f}"))
+                     f"{w['seconds']:.2f}", "-" if fraction is None else f"{fraction:.0%}",
+                     "-" if not fid else ("yes" if fid["faithful"] else "NO")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from google.rpc import code_pb2
 from p4.v1 import p4runtime_pb2
 
+import switch.p4runtime.codec as codec
 from common.p4schema.bytestrings import decode, encode, fits
 from switch.p4json.runtime import CounterArray, RegisterArray
-from switch.p4runtime import codec
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
 from switch.pipeline.state import Entry, ProgramState, Undo, WriteError

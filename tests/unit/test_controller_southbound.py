@@ -18,6 +18,7 @@ from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.core import Controller
+from controller.fabric import FabricState
 from controller.server import ServerConfig, start
 from controller.southbound import SouthboundError, SwitchEndpoint, SwitchFabric
 from switch.p4runtime import P4RuntimeServer, start_server
@@ -155,8 +156,41 @@ def test_circuits_written_as_differences(tmp_path: Path) -> None:
         state2 = ctl.reconfigure(pb.ReconfigureCircuitsRequest(circuits=step))
         assert table() == {x.in_port: x.out_port for x in state2.cross_connects}
         assert len(table()) == 12
+        assert fabric.read_circuits() == table()
         ctl.reconfigure(pb.ReconfigureCircuitsRequest(circuits=[]))
         assert table() == {}
+    finally:
+        fabric.close()
+        sw.close()
+
+
+def test_reconfiguration_darkens_changed_ports_first(tmp_path: Path) -> None:
+    """Drop-then-connect: the input ports whose circuit changes hold the dark action for
+    the dark time, the others keep their circuit throughout."""
+    topo = load("scaleup-ocs")
+    sw = Switches(topo)
+    fabric = SwitchFabric(topo, sw.endpoints)
+    try:
+        fabric.start()
+        seen: list[tuple[dict[int, int], int]] = []
+
+        def sleep(seconds: float) -> None:  # observe the OCS while it is dark
+            entries = fabric.clients["ocs0"].read_table("OcsIngress.cross_connect")
+            seen.append((fabric.read_circuits(), len(entries)))
+
+        state = FabricState(topo, fabric, sleep=sleep)
+        ring = [pb.Circuit(src=f"g{i}:0", dst=f"g{(i + 1) % 8}:0") for i in range(8)]
+        state.reconfigure(ring)
+        before = fabric.read_circuits()
+        # g0..g3 move to offset 2; g4..g7 keep their circuits
+        moved = [pb.Circuit(src=f"g{i}:0", dst=f"g{(i + 2) % 8}:1") for i in range(4)]
+        state.reconfigure(moved + ring[4:], dark_s=0.001)
+        (dark_view, entries), = seen
+        kept = {p: o for p, o in before.items() if p in dark_view}
+        assert dark_view == kept and len(kept) == 4  # the 4 unchanged circuits stayed up
+        assert entries == 8  # the 4 changed ports hold the dark action, not deleted
+        after = fabric.read_circuits()
+        assert len(after) == 8 and all(after[p] == o for p, o in kept.items())
     finally:
         fabric.close()
         sw.close()

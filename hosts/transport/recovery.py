@@ -1,0 +1,584 @@
+"""Loss recovery of one requester: what was sent and not yet acknowledged, and when it is lost.
+
+``Recovery`` owns the scoreboard of the PSNs in flight, ``[una, next_psn)``: per PSN (rings
+indexed by ``psn & mask``, at least as large as the MPR window) the size, last transmit time,
+transmit sequence numbers of the last copy (global, and per plane), EV, retransmission count
+and flags; the SACK bitmap ``sacked`` and the retransmit set ``lost`` (Python ints, bit i =
+PSN ``una + i``); the bytes in flight. It finds losses in every way MRC has:
+
+- fast loss per plane, by transmission order (pluggable ``LossDetector``, loss.py), and across
+  planes by time (``reo_mult`` x srtt);
+- reliability probes after ``probe_after`` without feedback, and what their SACKs show;
+- the optional per-packet timer;
+- the local ACK timeout, linear then exponential backoff, ending in RETRY_EXC_ERR;
+- planes that go away.
+
+It is driven by a few calls (as aioquic's ``QuicPacketRecovery``): the requester's
+``on_sent`` per transmission, ``on_sack`` / ``on_cumulative_ack`` / ``detect_losses`` per
+SACK, ``on_nack``; the QP's ``next_timer`` / ``on_timer`` and ``on_planes_lost``. The requester
+takes retransmissions from ``lost`` (oldest first). In RC mode only the cumulative-ACK,
+go-back-N and timeout parts are used.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Protocol
+
+from hosts.transport.cc import CongestionControl
+from hosts.transport.ev import EvManager
+from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
+from hosts.transport.loss import LossDetector, ReorderThreshold
+from hosts.transport.ops import OP_PROBE, TC_CONTROL
+from hosts.transport.psn import TS_PER_SECOND, ack_timeout, ts16
+from hosts.transport.rtt import RttEstimator
+from hosts.transport.types import (
+    EXP_CNT_INFINITE,
+    EvState,
+    HostConfig,
+    RetryAttr,
+    TxPacket,
+    WcStatus,
+)
+from hosts.wire import Bth, MrcPacket, Peth
+
+FLAG_INFLIGHT = 1  # the PSN's bytes are counted in bytes_in_flight
+FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
+
+K_REPEATED_LOSS = 3  # inferred losses in a row on one EV, none delivered: the EV is assumed bad
+K_REO_MULT_MAX = 16.0  # cap of the time threshold's multiplier of srtt
+K_PROBE_SPAN = 64  # PSNs a probe's SACK bitmap covers
+
+
+class RecoveryQp(Protocol):
+    """What recovery needs from its QP."""
+
+    def count(self, name: str, n: int = 1) -> None: ...
+
+    def log(self, now: float, name: str, **data: object) -> None: ...
+
+    def fail(self, now: float, status: WcStatus, detail: str, *, first_status: bool = True) -> None:
+        ...
+
+    def mark_ready(self) -> None: ...
+
+    def queue_control(self, tx: TxPacket) -> None: ...
+
+
+class Recovery:
+    def __init__(
+        self,
+        qp: RecoveryQp,
+        ev: EvManager,
+        cc: CongestionControl,
+        cfg: HostConfig,
+        *,
+        qpn: int,
+        rc: bool,
+        dest_qpn: int,
+        dest_gids: tuple[bytes, ...],
+        sq_psn: int,
+        mpr_psns: int,
+        timeout: int,
+        retry: RetryAttr,
+        now: float,
+    ) -> None:
+        self.qp = qp
+        self.ev = ev
+        self.cc = cc
+        self.rc = rc
+        self.dest_qpn = dest_qpn
+        self.dest_gids = dest_gids
+        self.una = sq_psn  # oldest PSN not yet acknowledged
+        self.next_psn = sq_psn  # next new PSN (the requester's segmentation advances it)
+        self.sacked = 0
+        self.lost = 0
+        self.inflight = 0
+        size = 1
+        while size < mpr_psns + 1:
+            size <<= 1
+        self.mask = size - 1
+        self.r_size = [0] * size
+        self.r_time = [0.0] * size
+        self.r_seq = [0] * size  # global transmit sequence of the PSN's last copy
+        self.r_pseq = [0] * size  # per-plane transmit sequence of the PSN's last copy
+        self.r_ev = [-1] * size
+        self.r_cnt = [0] * size
+        self.r_flags = [0] * size
+        self.txseq = 0  # transmissions so far (= tx_data counter)
+        self.n_rtx = 0
+        # Loss detection runs per plane: each plane is its own network with its own queues,
+        # so transmission order predicts arrival order only within a plane.
+        nplanes = len(cfg.ports)
+        self.pseq = [0] * nplanes
+        # per plane, in transmission order: (plane seq, psn, time, global seq)
+        self.orders: list[deque[tuple[int, int, float, int]]] = [deque() for _ in range(nplanes)]
+        factory = cfg.loss_factory
+        self.detectors: list[LossDetector] = [
+            factory(qpn)
+            if factory is not None
+            else ReorderThreshold(cfg.reorder_threshold, max(1, mpr_psns // 2))
+            for _ in range(nplanes)
+        ]
+        self._maxs = [-1] * nplanes
+        # across planes: time order (RACK-like): lost once a packet sent at least
+        # reo_mult x srtt later was delivered (catches a silently dead plane)
+        self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
+        self.max_acked_t = float("-inf")
+        self.reo_mult = 1.0
+        # per EV: inferred losses since the last delivery of a packet sent on it
+        self.ev_loss: list[int] = [0] * len(ev.ports)
+        self.rtt = RttEstimator()
+        self.retries = 0  # consecutive ACK timeouts without progress
+        self.last_progress = now
+        self.last_feedback = now
+        self.probe_pending = False
+        self.probe_id = 0
+        self.probe_time = 0.0
+        self.timeout_s = float("inf")
+        self.linear_cnt = 0
+        self.exp_cnt = 0
+        self.probe_after = float("inf")
+        self.probe_after_cfg = cfg.probe_after
+        self.per_packet = cfg.per_packet_timeout
+        # reflected timestamps within this many ticks of a copy's own belong to that copy
+        self.copy_tolerance = int(2 * cfg.ack_delay * TS_PER_SECOND) + 1
+        self.configure_timers(timeout, retry)
+
+    def configure_timers(self, timeout: int, retry: RetryAttr) -> None:
+        """ACK timeout exponent and retry counts (QP attributes; RTS -> RTS may change them)."""
+        self.timeout_s = ack_timeout(timeout)
+        self.linear_cnt = retry.linear_cnt
+        self.exp_cnt = retry.exp_cnt
+        cfg = self.probe_after_cfg
+        self.probe_after = cfg if cfg is not None else self.timeout_s / 4
+
+    # -- transmissions --------------------------------------------------------------------
+    def on_sent(self, psn: int, idx: int, size: int, now: float, rtx: bool) -> int:
+        """PSN ``psn`` left on EV index ``idx`` (``size``: its payload bytes, used for a new
+        PSN); returns the plane (port) it took."""
+        slot = psn & self.mask
+        seq = self.txseq
+        self.txseq = seq + 1
+        port = self.ev.ports[idx]
+        ps = self.pseq[port]
+        self.pseq[port] = ps + 1
+        self.r_time[slot] = now
+        self.r_seq[slot] = seq
+        self.r_pseq[slot] = ps
+        self.r_ev[slot] = idx
+        if rtx:
+            self.r_cnt[slot] += 1
+            self.n_rtx += 1
+            size = self.r_size[slot]
+            flags = self.r_flags[slot]
+            if not flags & FLAG_INFLIGHT:
+                self.inflight += size
+                self.r_flags[slot] = flags | FLAG_INFLIGHT
+        else:
+            if psn == self.una and not self.lost:  # nothing outstanding: timers start now
+                self.last_progress = now
+                self.last_feedback = now
+            self.next_psn = psn + 1
+            self.r_size[slot] = size
+            self.r_cnt[slot] = 0
+            self.r_flags[slot] = FLAG_INFLIGHT
+            self.inflight += size
+        self.orders[port].append((ps, psn, now, seq))
+        self.gorder.append((now, psn, seq))
+        self.cc.on_packet_sent(
+            now=now, size=size, bytes_in_flight=self.inflight, retransmission=rtx
+        )
+        return port
+
+    # -- acknowledgements -----------------------------------------------------------------
+    def on_feedback(self, now: float, *, answers_probe: bool) -> None:
+        """A NACK or an RC ACK arrived (``answers_probe``: it ends a pending probe; a SACK
+        always does, in ``on_sack``)."""
+        self.last_feedback = now
+        if answers_probe:
+            self.probe_pending = False
+
+    def on_sack(
+        self, newly: int, trig: int, reflected_ts: int, duplicate: bool, use_ts: bool, now: float
+    ) -> tuple[int, float | None, float]:
+        """One SACK newly acknowledged the PSNs of ``newly`` (bit i = una + i); ``trig`` is its
+        trigger PSN, ``reflected_ts`` the timestamp it reflects, ``duplicate``: it answers a
+        duplicate arrival and tells nothing new. Returns (newly acknowledged bytes, RTT sample
+        or None, service time)."""
+        self.last_feedback = now
+        self.probe_pending = False
+        una = self.una
+        next_psn = self.next_psn
+        acked = 0
+        if newly:
+            acked = self.on_acked(newly)
+            self.sacked |= newly
+            self.lost &= ~newly
+            if use_ts and una <= trig < next_psn and (newly >> (trig - una)) & 1:
+                slot = trig & self.mask
+                if self.r_cnt[slot]:
+                    # Karn's ambiguity resolved by the reflected timestamp: if it is (up to
+                    # the service time) the one of the last copy, that copy arrived
+                    lag = (reflected_ts - ts16(self.r_time[slot])) & 0xFFFF
+                    if lag <= self.copy_tolerance:
+                        plane = self.ev.ports[self.r_ev[slot]]
+                        self.detectors[plane].on_acked(self.r_pseq[slot])
+                        if self.r_time[slot] > self.max_acked_t:
+                            self.max_acked_t = self.r_time[slot]
+        elif duplicate:
+            # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
+            # was not needed
+            self.qp.count("spurious_rtx")
+            for det in self.detectors:
+                det.on_spurious()
+            self.reo_mult = min(self.reo_mult * 2, K_REO_MULT_MAX)
+        rtt: float | None = None
+        svc = 0.0
+        slot = trig & self.mask
+        if una <= trig < next_psn and (newly >> (trig - una)) & 1 and self.r_cnt[slot] == 0:
+            # RTT from our own send time of the trigger (only when this SACK is the first to
+            # acknowledge it; exact, no 8.4 ms TSETH wrap); the reflected timestamp minus the
+            # one we sent is the responder's service time
+            sent = self.r_time[slot]
+            rtt = now - sent
+            if use_ts:
+                svc = ((reflected_ts - ts16(sent)) & 0xFFFF) / TS_PER_SECOND
+                if svc > rtt:
+                    svc = 0.0  # not a service time (no SVC_TIME, or a bogus reflection)
+                rtt -= svc
+            self.rtt.on_sample(rtt)
+        return acked, rtt, svc
+
+    def on_acked(self, newly: int) -> int:
+        """Account for newly acknowledged PSNs (bit i = una + i); returns their bytes."""
+        base = self.una
+        mask = self.mask
+        r_flags = self.r_flags
+        r_size = self.r_size
+        r_pseq = self.r_pseq
+        r_ev = self.r_ev
+        r_cnt = self.r_cnt
+        ports = self.ev.ports
+        maxs = self._maxs
+        r_time = self.r_time
+        max_t = float("-inf")
+        ev_loss = self.ev_loss
+        if len(ev_loss) != len(ports):
+            ev_loss.extend([0] * (len(ports) - len(ev_loss)))
+        acked = 0
+        inflight = self.inflight
+        x = newly
+        while x:
+            low = x & -x
+            x ^= low
+            slot = (base + low.bit_length() - 1) & mask
+            size = r_size[slot]
+            acked += size
+            f = r_flags[slot]
+            if f & FLAG_INFLIGHT:
+                inflight -= size
+                r_flags[slot] = f & ~FLAG_INFLIGHT
+            if not r_cnt[slot]:  # Karn: which copy of a retransmitted PSN arrived is unknown
+                e = r_ev[slot]
+                plane = ports[e]
+                ps = r_pseq[slot]
+                if ps > maxs[plane]:
+                    maxs[plane] = ps
+                t = r_time[slot]
+                if t > max_t:
+                    max_t = t
+                ev_loss[e] = 0
+        self.inflight = inflight
+        if max_t > self.max_acked_t:
+            self.max_acked_t = max_t
+        for plane, m in enumerate(maxs):
+            if m >= 0:
+                self.detectors[plane].on_acked(m)
+                maxs[plane] = -1
+        return acked
+
+    def on_cumulative_ack(self, d: int, now: float) -> None:
+        """The cumulative ACK moved ``d`` PSNs: slide the scoreboard, restart the timeout."""
+        self.sacked >>= d
+        self.lost >>= d
+        self.una += d
+        self.retries = 0
+        self.last_progress = now
+        una = self.una
+        for order in self.orders:
+            while order and order[0][1] < una:
+                order.popleft()
+        gorder = self.gorder
+        while gorder and gorder[0][1] < una:
+            gorder.popleft()
+
+
+    def on_nack(self, psn: int, *, trimmed: bool) -> int:
+        """A recoverable NACK for an unacknowledged PSN: it is lost; returns its size."""
+        slot = psn & self.mask
+        if trimmed:
+            self.r_flags[slot] |= FLAG_TRIMMED
+        self.mark_lost(psn)
+        return self.r_size[slot]
+
+    def transmissions(self, psn: int) -> int:
+        """Retransmissions of ``psn`` so far (0: sent once)."""
+        return self.r_cnt[psn & self.mask]
+
+    def retry_budget_exhausted(self, tries: int) -> bool:
+        if self.exp_cnt >= EXP_CNT_INFINITE:
+            return False
+        return tries >= self.linear_cnt + self.exp_cnt + 1
+
+    # -- loss ------------------------------------------------------------------------------
+    def mark_lost(self, psn: int) -> bool:
+        """Put an unacknowledged PSN in the retransmit set; False if it is not outstanding,
+        acknowledged or already lost."""
+        rel = psn - self.una
+        if rel < 0 or psn >= self.next_psn:
+            return False
+        bit = 1 << rel
+        if self.sacked & bit or self.lost & bit:
+            return False
+        self.lost |= bit
+        slot = psn & self.mask
+        f = self.r_flags[slot]
+        if f & FLAG_INFLIGHT:
+            self.inflight -= self.r_size[slot]
+            self.r_flags[slot] = f & ~FLAG_INFLIGHT
+        return True
+
+    def detect_losses(self, now: float, probe_base: int | None) -> None:
+        """After a SACK: what a probe's answer (bitmap from ``probe_base``) shows; then fast
+        loss per plane (walking each plane's transmit order from the oldest) and by time."""
+        if probe_base is not None and self.probe_time > 0:
+            self._probe_inference(probe_base, now)
+        una = self.una
+        mask = self.mask
+        r_seq = self.r_seq
+        found = 0
+        for order, det in zip(self.orders, self.detectors):
+            while order:
+                ps, psn, _t, seq = order[0]
+                if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
+                    order.popleft()
+                    continue
+                if det.is_lost(ps):
+                    order.popleft()
+                    if self._inferred_loss(psn):
+                        found += 1
+                    continue
+                break
+        if found:
+            self.qp.count("loss_fast", found)
+            self._log_lost("fast", found, now)
+        srtt = self.rtt.srtt
+        if srtt is None:
+            return
+        limit = self.max_acked_t - srtt * self.reo_mult
+        gorder = self.gorder
+        found = 0
+        while gorder:
+            t, psn, seq = gorder[0]
+            if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
+                gorder.popleft()
+                continue
+            if t <= limit:
+                gorder.popleft()
+                if self._inferred_loss(psn):
+                    found += 1
+                continue
+            break
+        if found:
+            self.qp.count("loss_time", found)
+            self._log_lost("time", found, now)
+
+    def _inferred_loss(self, psn: int) -> bool:
+        """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
+        a row with none delivered in between is assumed bad (a silently dead path or plane)."""
+        if not self.mark_lost(psn):
+            return False
+        if self.rc:
+            return True
+        idx = self.r_ev[psn & self.mask]
+        ev_loss = self.ev_loss
+        if 0 <= idx < len(ev_loss):
+            ev_loss[idx] += 1
+            if ev_loss[idx] >= K_REPEATED_LOSS:
+                ev_loss[idx] = 0
+                self.ev.set_state(idx, EvState.ASSUMED_BAD, "repeated_loss")
+        return True
+
+    def _log_lost(self, trigger: str, count: int, now: float) -> None:
+        """qlog-like record of a loss detection (one per detection batch, not per packet)."""
+        self.qp.log(now, PACKETS_LOST, trigger=trigger, count=count, una=self.una)
+
+    def _probe_inference(self, base: int, now: float) -> None:
+        """A probe answer shows the responder's state after everything sent before the probe
+        (minus a reordering guard): clear bits of its window for such PSNs are losses."""
+        guard = self.rtt.srtt or 0.0
+        limit = self.probe_time - guard
+        end = min(base + K_PROBE_SPAN, self.next_psn)
+        found = 0
+        for psn in range(self.una, end):
+            rel = psn - self.una
+            if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
+                continue
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn):
+                found += 1
+        self.probe_time = 0.0
+        if found:
+            self.qp.count("loss_probe", found)
+            self._log_lost("probe", found, now)
+
+    def go_back(self) -> None:
+        """RC: everything outstanding is retransmitted (go-back-N)."""
+        if self.next_psn - self.una <= 0:
+            return
+        for psn in range(self.una, self.next_psn):
+            self.mark_lost(psn)
+        self.qp.count("rc_go_back")
+        self.qp.mark_ready()
+
+    def on_planes_lost(self, ports: set[int], now: float) -> None:
+        """Packets in flight on EVs of planes that went away are retransmitted elsewhere."""
+        ports_of = self.ev.ports
+        found = 0
+        for psn in range(self.una, self.next_psn):
+            idx = self.r_ev[psn & self.mask]
+            if idx >= 0 and ports_of[idx] in ports and self.mark_lost(psn):
+                found += 1
+        if found:
+            self.qp.count("loss_plane_down", found)
+            self._log_lost("plane_down", found, now)
+
+    def flush(self) -> None:
+        """The QP is going to ERR: nothing is outstanding any more."""
+        self.lost = 0
+        self.una = self.next_psn
+
+    # -- timers ----------------------------------------------------------------------------
+    def _interval(self) -> float:
+        """The current ACK timeout: T for the first linear_cnt expiries, then doubling."""
+        k = self.retries
+        if k <= self.linear_cnt:
+            return self.timeout_s
+        return self.timeout_s * (1 << min(k - self.linear_cnt, 30))
+
+    def next_timer(self) -> float | None:
+        if self.una >= self.next_psn:
+            return None
+        t = self.last_progress + self._interval()
+        if not self.probe_pending and not self.rc:
+            tp = self.last_feedback + self.probe_after
+            if tp < t:
+                t = tp
+        if self.per_packet is not None:
+            for order in self.orders:
+                if order:
+                    tpp = order[0][2] + self.per_packet
+                    if tpp < t:
+                        t = tpp
+        return t
+
+    def on_timer(self, now: float) -> None:
+        if self.una >= self.next_psn:
+            return
+        if self.per_packet is not None:
+            self._per_packet_expired(now)
+        if now >= self.last_progress + self._interval() and not self._ack_timeout(now):
+            return  # retries exhausted: the QP is in ERR
+        if (
+            not self.rc
+            and not self.probe_pending
+            and now >= self.last_feedback + self.probe_after
+            and self.una < self.next_psn
+        ):
+            self._send_probe(now)
+
+    def _ack_timeout(self, now: float) -> bool:
+        """One ACK timeout expiry; False when it exhausted the retries (QP failed)."""
+        qp = self.qp
+        self.retries += 1
+        qp.count("timeouts")
+        if self.exp_cnt < EXP_CNT_INFINITE and self.retries > self.linear_cnt + self.exp_cnt:
+            qp.fail(
+                now,
+                WcStatus.RETRY_EXC_ERR,
+                f"local ACK timeout: {self.retries - 1} retries exhausted at PSN {self.una}",
+            )
+            return False
+        qp.log(now, ACK_TIMEOUT, una=self.una, retries=self.retries)
+        # everything whose last copy is at least one timeout old is presumed lost, and the
+        # EVs those copies took (unless they were trimmed) are assumed bad
+        stale = now - self.timeout_s
+        r_time = self.r_time
+        r_flags = self.r_flags
+        r_ev = self.r_ev
+        mask = self.mask
+        bad: set[int] = set()
+        for psn in range(self.una, self.next_psn):
+            slot = psn & mask
+            if (
+                r_time[slot] <= stale
+                and self.mark_lost(psn)
+                and not r_flags[slot] & FLAG_TRIMMED
+                and r_ev[slot] >= 0
+            ):
+                bad.add(r_ev[slot])
+        if not self.rc:
+            for idx in sorted(bad):
+                self.ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
+        self.cc.on_timeout(now=now, bytes_in_flight=self.inflight)
+        self.last_progress = now
+        qp.mark_ready()
+        return True
+
+    def _per_packet_expired(self, now: float) -> None:
+        assert self.per_packet is not None
+        limit = now - self.per_packet
+        una = self.una
+        found = 0
+        for order in self.orders:
+            while order and order[0][2] <= limit:
+                _ps, psn, _t, seq = order.popleft()
+                if psn < una or self.r_seq[psn & self.mask] != seq:
+                    continue
+                if self._inferred_loss(psn):
+                    found += 1
+        if found:
+            self.qp.count("loss_per_packet_timer", found)
+            self._log_lost("per_packet_timer", found, now)
+            self.qp.mark_ready()
+
+    def _send_probe(self, now: float) -> None:
+        ev = self.ev
+        idx = ev.pick()
+        if idx < 0:
+            self.last_feedback = now  # no usable plane: try again one probe interval later
+            return
+        self.probe_id = (self.probe_id + 1) & 0xFFFF
+        port = ev.ports[idx]
+        pkt = MrcPacket(
+            Bth(opcode=OP_PROBE, dest_qp=self.dest_qpn, psn=self.probe_id),
+            peth=Peth(self.probe_id, ts16(now)),
+        )
+        self.qp.queue_control(
+            TxPacket(pkt, port, self.dest_gids[port], ev.evs[idx], TC_CONTROL, False)
+        )
+        self.probe_pending = True
+        self.probe_time = now
+        self.qp.count("tx_probe")
+        self.qp.mark_ready()
+
+    # -- figures ---------------------------------------------------------------------------
+    def add_stats(self, out: dict[str, int]) -> None:
+        """The scoreboard's counters for ``HostCore.qp_stats``."""
+        out["bytes_in_flight"] = self.inflight
+        out["tx_data"] = self.txseq
+        out["tx_rtx"] = self.n_rtx
+        thrs = [getattr(d, "threshold", None) for d in self.detectors]
+        ints = [t for t in thrs if isinstance(t, int)]
+        if ints:
+            out["reorder_threshold"] = max(ints)

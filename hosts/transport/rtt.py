@@ -1,0 +1,23 @@
+"""Round-trip time estimate of one requester.
+
+Samples come from SACKs (recovery.py): the time from our own transmission of the SACK's
+trigger to the SACK's arrival, minus the responder's reported service time, and only when the
+trigger was sent once (Karn: for a retransmitted PSN it is unknown which copy arrived).
+"""
+
+from __future__ import annotations
+
+K_RTT_GAIN = 0.125  # weight of a new sample in the smoothed RTT (RFC 6298's alpha)
+
+
+class RttEstimator:
+    """Smoothed RTT: the first sample, then an exponentially weighted moving average."""
+
+    __slots__ = ("srtt",)
+
+    def __init__(self) -> None:
+        self.srtt: float | None = None  # seconds; None before the first sample
+
+    def on_sample(self, rtt: float) -> None:
+        srtt = self.srtt
+        self.srtt = rtt if srtt is None else (1.0 - K_RTT_GAIN) * srtt + K_RTT_GAIN * rtt

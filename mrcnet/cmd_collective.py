@@ -1,0 +1,167 @@
+"""``mrcnet up CIRCUIT-TOPOLOGY --run PHASE:ALGORITHM``: collectives on a photonic domain.
+
+The fabric comes up (GPU agents with their built-in routers, one OCS, the controller), the
+cost model is calibrated on it, and the collective runs once per schedule (``--schedule``:
+static, every-step, harvest, a schedule file, or a comma list; default the three built-ins).
+Each run is verified (every GPU's buffer against the recomputed sum of every input) and timed
+by the controller's barrier; the results folder gets ``collectives.json``, a Gantt timeline
+and measured-vs-model bars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
+
+DEFAULT_DEGREE = {"rd": 1, "swing": 2, "ring": 1}
+DEFAULT_SCHEDULES = ("static", "every-step", "harvest")
+
+
+def parse_run(text: str) -> tuple[str, str]:
+    """'allreduce:rd' -> (phase, algorithm)."""
+    phase, _, algorithm = text.partition(":")
+    if phase not in PHASES or algorithm not in COLLECTIVES:
+        raise ValueError(f"--run {text!r}: expected PHASE:ALGORITHM with PHASE one of "
+                         f"{', '.join(PHASES)} and ALGORITHM one of {', '.join(COLLECTIVES)}")
+    return phase, algorithm
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of circuit fabrics (accepted by ``mrcnet up``)."""
+    parser.add_argument("--schedule", default=",".join(DEFAULT_SCHEDULES),
+                        help="circuit fabrics: static | every-step | harvest | FILE "
+                             "(mrcnet harvest --json), comma separated (default: the three)")
+    parser.add_argument("--alpha-r", default=None, metavar="T",
+                        help="circuit fabrics: OCS dark time per reconfiguration "
+                             "(default: the topology's reconfig_delay)")
+    parser.add_argument("--degree", type=int, default=None,
+                        help="circuit fabrics: optical ports per GPU the schedule uses "
+                             "(default: rd 1, swing 2, ring 1)")
+    parser.add_argument("--dtype", choices=["int32", "float32"], default="int32",
+                        help="circuit fabrics: element type of the GPUs' buffers")
+
+
+def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
+    """Check everything before the fabric starts; raises ValueError (or HarvestError)."""
+    from common.units import parse_duration, parse_size
+    from controller.harvest import schedules
+    from controller.harvest.model import Params
+
+    for name, default in (("schedule", ",".join(DEFAULT_SCHEDULES)), ("alpha_r", None),
+                          ("degree", None), ("dtype", "int32")):
+        if not hasattr(args, name):  # `mrcnet run` has only the common options
+            setattr(args, name, default)
+    phase, algorithm = parse_run(args.run or "allreduce:rd")
+    gpus = [n.name for n in topo.nodes if n.kind.value == "gpu"]
+    try:
+        coll = build(algorithm, len(gpus), phase)
+    except CollectiveError as exc:
+        raise ValueError(str(exc)) from None
+    ports = topo.fabric.ocs.ports_per_gpu if topo.fabric.ocs else 1
+    degree = args.degree or DEFAULT_DEGREE[algorithm]
+    if not 1 <= degree <= ports:
+        raise ValueError(f"--degree {degree}: {topo.name} has {ports} optical ports per GPU")
+    size = int(parse_size(args.size))
+    if size <= 0 or size % (len(gpus) * 4):
+        raise ValueError(f"--size {args.size}: a collective message must be a positive "
+                         f"multiple of {len(gpus) * 4} bytes ({len(gpus)} blocks of 4-byte "
+                         "elements)")
+    dark = (parse_duration(args.alpha_r) if args.alpha_r is not None
+            else (topo.fabric.ocs.reconfig_delay_s if topo.fabric.ocs else 0.0))
+    names = [s.strip() for s in args.schedule.split(",") if s.strip()]
+    probe = Params(degree, 1e9, 0.0, 0.0, dark)
+    for name in names:  # a schedule file that does not fit is refused now, not mid-run
+        if name not in schedules.SCHEDULE_KINDS:
+            if not Path(name).exists():
+                raise ValueError(f"--schedule {name!r}: not one of "
+                                 f"{', '.join(schedules.SCHEDULE_KINDS)} and no such file")
+            schedules.from_file(Path(name), coll, size, probe)
+    return {"collective": algorithm, "phase": phase, "gpus": len(gpus), "degree": degree,
+            "size_bytes": size, "dtype": args.dtype, "dark_s": dark, "schedules": names,
+            "coll": coll}
+
+
+def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Calibrate, then run every schedule of ``spec`` on the started fabric ``fab``."""
+    from mrcnet.fabric import collective_report as report
+    from mrcnet.fabric.collectives import CollectiveDriver
+
+    driver = CollectiveDriver(fab, timeout=timeout)
+    cal = driver.calibrate(spec["size_bytes"], spec["dark_s"])
+    fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
+            f"{cal.alpha_s * 1e3:.3f} ms, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "
+            f"{cal.alpha_r_s * 1e3:.3f} ms")
+    params = cal.params(spec["degree"])
+    coll = spec["coll"]
+    outcomes = []
+    for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
+                                      spec["schedules"]):
+        plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
+                               spec["dark_s"], spec["dtype"])
+        fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
+                f"{sched.reconfigurations} reconfigurations, model {sched.model_s:.4f} s")
+        outcomes.append(driver.run_plan(plan))
+    public = {k: v for k, v in spec.items() if k != "coll"}
+    out = report.summary(outcomes, cal, {k: public[k] for k in (
+        "collective", "phase", "gpus", "degree", "size_bytes", "dtype")})
+    out["dark_s"] = spec["dark_s"]
+    out["runs"] = [o.to_json() for o in outcomes]
+    unit = fab_time_unit(fab)
+    out["plots"] = [str(report.plot_timeline(outcomes, fab.run_dir / "collective_timeline.png",
+                                             unit)),
+                    str(report.plot_bars(outcomes, fab.run_dir / "collective_model.png", unit))]
+    out["table"] = report.table(outcomes)
+    (fab.run_dir / "collectives.json").write_text(json.dumps(out, indent=1, default=str))
+    out["results_dir"] = str(fab.run_dir)
+    return out
+
+
+def fab_time_unit(fab: Any) -> str:
+    tdf = getattr(getattr(fab, "opts", None), "tdf", 1)
+    return "s" if tdf in (1, None) else f"virtual s, TDF {tdf}"
+
+
+def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
+    """``mrcnet up`` on a circuit fabric (called by mrcnet/cmd_up.py with its option
+    builder)."""
+    import os
+
+    from controller.harvest.model import HarvestError
+    from mrcnet.fabric.collectives import CollectiveError as RunError
+    from mrcnet.fabric.orchestrator import Fabric
+
+    try:
+        spec = prepare(args, topo)
+        opts = options(args, "circuit")
+    except (ValueError, HarvestError) as exc:
+        print(f"mrcnet up: {exc}", file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
+              "run it with sudo", file=sys.stderr)
+        return 2
+    fab = Fabric(opts)
+    try:
+        fab.start()
+        res = run_on(fab, spec, args.timeout)
+    except (RuntimeError, HarvestError, RunError, OSError) as exc:
+        print(f"mrcnet up: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        fab.stop()
+    if args.json:
+        print(json.dumps({k: v for k, v in res.items() if k not in ("runs", "table")},
+                         default=str))
+    else:
+        print(res["table"])
+        if res.get("faithful") is False:
+            print("not faithful: some process fell behind its schedule (see the warnings "
+                  "above and 'fidelity' in collectives.json); try a larger --tdf")
+        print(f"results: {res['results_dir']}")
+    ok = all(s["verified"] for s in res["schedules"].values())
+    return 0 if ok else 1

@@ -1,0 +1,340 @@
+"""Collectives on a running photonic scale-up domain: calibration, schedules, measurement.
+
+A collective run (:func:`run_plan`) hands the plan to the controller (``StartCollective``:
+circuits per interval, alpha_r) and a ``collective`` job to every GPU, waits for the GPUs'
+results and reads the controller's timeline. Times come from the controller's barrier (run
+clock): A_i = when the last GPU arrived at step i, R_i = when step i was released. Then
+
+- step i took S_i = A_(i+1) - R_i (transfers, reductions, the arrival RPC);
+- before it, G_i = R_i - A_i (the release, and the reconfiguration when there was one);
+- the collective took A_(s+1) - A_1 = sum of G_i + S_i.
+
+Calibration (:func:`calibrate`) measures the cost model's parameters on the same machinery:
+a custom collective on the ring C(1) with steps "u -> u+1, one block" (T1), "u -> u+1, n/2
+blocks" (T2) and "u -> u+2, one block" (2 hops at theta 1/2, T3), each repeated, then steps
+that alternate C(1) and C(-1) so every barrier reconfigures. With B the block size:
+c = (n/2 - 1) B / (T2 - T1), delta = T3 - T1 - B / c, alpha = T1 - delta - B / c, alpha_r =
+median G of reconfiguring steps - median G of the others (the dark time plus the controller's
+writes). Medians over the repetitions; a negative estimate (noise) is clamped to 0 and noted.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from common.collectives import Collective, Step
+from common.proto import mrc_ctl_pb2 as pb
+from controller.harvest import runplan, schedules
+from controller.harvest.engine import Synthesizer
+from controller.harvest.model import CircuitTopology, HarvestError, Params
+from mrcnet.fabric.fidelity import agent_windows, assess, warning
+from mrcnet.fabric.hostjobs import write_json
+
+CALIBRATION_REPEATS = 3
+RECONFIG_PROBES = 4
+
+
+class CollectiveError(RuntimeError):
+    """A collective run failed (a GPU reported an error, timed out, or a check failed)."""
+
+
+@dataclass
+class StepMeasure:
+    step: int
+    interval: int
+    reconfigured: bool
+    gap_s: float  # G_i
+    step_s: float  # S_i
+    model_step_s: float
+    dark_s: float  # dark period the controller applied (0 when not reconfigured)
+    circuits_ok: bool  # read-back cross-connects == the plan's
+
+    def to_json(self) -> dict[str, Any]:
+        return vars(self)
+
+
+@dataclass
+class Outcome:
+    tag: str
+    plan: dict[str, Any]
+    steps: list[StepMeasure]
+    measured_s: float
+    reconfigurations: int
+    verified: bool | None
+    gpus: list[dict[str, Any]]
+    dark_drops: int = 0
+    started: float = 0.0  # A_1 (run clock)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    fidelity: dict[str, Any] | None = None  # mrcnet/fabric/fidelity.py: did every process keep up
+
+    @property
+    def faithful(self) -> bool | None:
+        return None if self.fidelity is None else bool(self.fidelity["faithful"])
+
+    @property
+    def model_s(self) -> float:
+        return float(self.plan["model"]["model_s"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "schedule": self.plan["schedule"],
+            "measured_s": self.measured_s,
+            "model_s": self.model_s,
+            "ratio": self.measured_s / self.model_s if self.model_s > 0 else None,
+            "reconfigurations": self.reconfigurations,
+            "verified": self.verified,
+            "faithful": self.faithful,
+            "fidelity": self.fidelity,
+            "dark_drops": self.dark_drops,
+            "steps": [s.to_json() for s in self.steps],
+            "timeline": self.records,
+            "forwarded_packets": sum(g.get("router", {}).get("forwarded", 0) for g in self.gpus),
+            "retransmitted_packets": sum(
+                int(q.get("tx_rtx", 0)) for g in self.gpus
+                for q in g.get("qp_stats", {}).values()),
+            "reduce_cpu_s": sum(float(g.get("reduce_s", 0.0)) for g in self.gpus),
+        }
+
+
+@dataclass(frozen=True)
+class Calibration:
+    bandwidth_bps: float
+    alpha_s: float
+    delta_s: float
+    alpha_r_s: float
+    samples: dict[str, list[float]]
+    notes: tuple[str, ...] = ()
+
+    def params(self, degree: int) -> Params:
+        return Params(degree, self.bandwidth_bps, self.alpha_s, self.delta_s, self.alpha_r_s)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bandwidth_bps": self.bandwidth_bps, "alpha_s": self.alpha_s,
+                "delta_s": self.delta_s, "alpha_r_s": self.alpha_r_s,
+                "samples": self.samples, "notes": list(self.notes)}
+
+
+class CollectiveDriver:
+    """Runs collective plans on a started circuit fabric (``mrcnet.fabric.orchestrator``)."""
+
+    def __init__(self, fab: Any, timeout: float = 300.0,
+                 say: Callable[[str], None] | None = None) -> None:
+        if not fab.circuit:
+            raise CollectiveError(f"{fab.topo.name} is a packet fabric; collectives run on "
+                                  "circuit fabrics (GPUs around an OCS)")
+        self.fab = fab
+        self.timeout = timeout
+        self.say = say or fab.say
+        self.ranks = [h.name for h in fab.plan.hosts]
+        self.ports = min(len(h.ports) for h in fab.plan.hosts)
+        self.count = 0
+
+    @property
+    def n(self) -> int:
+        return len(self.ranks)
+
+    # -- one run -------------------------------------------------------------------------
+    def run_plan(self, plan: dict[str, Any], seed: int = 1, tag: str | None = None) -> Outcome:
+        fab = self.fab
+        self.count += 1
+        tag = tag or f"c{self.count}-{plan['collective']}-{plan['schedule']}".replace(":", "-")
+        folder = fab.run_dir / "collectives" / tag
+        folder.mkdir(parents=True, exist_ok=True)
+        plan_path = folder / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        circuits = [[pb.Circuit(src=t.split(" -> ")[0], dst=t.split(" -> ")[1])
+                     for t in runplan.circuit_text(plan, k)]
+                    for k in range(len(plan["intervals"]))]
+        req = pb.StartCollectiveRequest(
+            session=tag, ranks=self.ranks, alpha_r_s=float(plan.get("dark_s", 0.0)),
+            barrier_timeout_s=self.timeout,
+            intervals=[pb.CircuitSet(circuits=c) for c in circuits],
+            step_interval=[st["interval"] for st in plan["steps"]])
+        mark = fab.fidelity.mark() if fab.fidelity is not None else None
+        fab.ctl.fabric.StartCollective(req, timeout=30)
+        controller = f"unix:{fab.sock_dir / 'ctl.sock'}"
+        for rank, gpu in enumerate(self.ranks):
+            jobs = fab.run_dir / "jobs" / gpu
+            jobs.mkdir(parents=True, exist_ok=True)
+            write_json(jobs / f"{tag}.job.json", {
+                "id": tag, "role": "collective", "plan": str(plan_path), "rank": rank,
+                "session": tag, "controller": controller, "exchange": str(folder / "oob"),
+                "seed": seed, "timeout": self.timeout, "ev_profile": 0})
+        results = self._wait(tag)
+        state = fab.ctl.fabric.GetCollective(pb.GetCollectiveRequest(session=tag), timeout=30)
+        errors = [e for r in results for e in r.get("errors", [])]
+        if errors or state.error:
+            raise CollectiveError(f"collective {tag}: {state.error or '; '.join(errors[:4])} "
+                                  f"(GPU results in {fab.run_dir / 'jobs'})")
+        out = self._outcome(tag, plan, state, results)
+        if mark is not None:
+            out.fidelity = assess(fab.clock.tdf, mark, fab.fidelity.mark(),
+                                  agent_windows(list(zip(self.ranks, results))))
+            note = warning(out.fidelity)
+            if note:
+                self.say(f"{tag}: {note}")
+        return out
+
+    def _wait(self, tag: str) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + self.fab.clock.to_wall(self.timeout) + 30
+        paths = [self.fab.run_dir / "jobs" / gpu / f"{tag}.result.json" for gpu in self.ranks]
+        while True:
+            if all(p.exists() for p in paths):
+                return [json.loads(p.read_text()) for p in paths]
+            if time.monotonic() > deadline:
+                missing = [g for g, p in zip(self.ranks, paths) if not p.exists()]
+                raise CollectiveError(f"collective {tag}: no result from {', '.join(missing)} "
+                                      f"within {self.timeout:.0f} s")
+            self.fab.check_alive()
+            time.sleep(0.02)
+
+    def _outcome(self, tag: str, plan: dict[str, Any], state: pb.CollectiveState,
+                 results: list[dict[str, Any]]) -> Outcome:
+        recs = list(state.records)
+        s = len(plan["steps"])
+        steps = []
+        for i in range(s):
+            r = recs[i]
+            want = {}
+            for u, pu, v, pv in plan["intervals"][r.interval]["circuits"]:
+                want[(u, pu)] = (v, pv)
+            steps.append(StepMeasure(
+                step=i + 1, interval=r.interval, reconfigured=r.reconfigured,
+                gap_s=r.released_s - r.last_arrival_s,
+                step_s=recs[i + 1].last_arrival_s - r.released_s,
+                model_step_s=float(plan["steps"][i]["model_s"]),
+                dark_s=r.dark_end_s - r.dark_start_s if r.reconfigured else 0.0,
+                circuits_ok=self._readback_matches(r, want)))
+        verified: bool | None = None
+        checks = [r.get("verified") for r in results]
+        if all(c is not None for c in checks):
+            verified = all(bool(c) for c in checks)
+        timeline = [{"step": r.step, "interval": r.interval, "reconfigured": r.reconfigured,
+                     "first_arrival_s": r.first_arrival_s, "last_arrival_s": r.last_arrival_s,
+                     "released_s": r.released_s, "dark_start_s": r.dark_start_s,
+                     "dark_end_s": r.dark_end_s} for r in recs]
+        return Outcome(tag, plan, steps, recs[s].last_arrival_s - recs[0].last_arrival_s,
+                       state.reconfigurations, verified, results,
+                       dark_drops=self._dark_drops(), started=recs[0].last_arrival_s,
+                       records=timeline)
+
+    def _readback_matches(self, rec: pb.StepRecord,
+                          want: dict[tuple[int, int], tuple[int, int]]) -> bool:
+        """The cross-connects read back over P4Runtime equal the plan's circuits."""
+        topo = self.fab.topo
+        port_of = {}
+        for rank, gpu in enumerate(self.ranks):
+            for p in topo.ports(gpu):
+                port_of[(rank, p)] = topo.peer(gpu, p).port
+        expect = {port_of[src]: port_of[dst] for src, dst in want.items()}
+        got = {x.in_port: x.out_port for x in rec.readback}
+        return got == expect
+
+    def _dark_drops(self) -> int:
+        """Frames the OCS dropped on dark (or unconnected) ports so far (its P4 counters)."""
+        from common.p4runtime_client import P4RuntimeClient, P4RuntimeError
+
+        sw = next(iter(self.fab.mn.switches.values()))
+        client = P4RuntimeClient(sw.grpc_address, sw.device_id, program="ocs", timeout=5)
+        try:
+            cells = client.read_counter("OcsIngress.dark_drops")
+        except (P4RuntimeError, KeyError):
+            return 0
+        finally:
+            client.channel.close()
+        return sum(pkts for pkts, _b in cells.values())
+
+    # -- plans ---------------------------------------------------------------------------
+    def plan_for(self, coll: Collective, schedule: schedules.Schedule, size: int, degree: int,
+                 params: Params, dark_s: float, dtype: str = "int32") -> dict[str, Any]:
+        if degree > self.ports:
+            raise HarvestError(f"degree {degree} needs {degree} optical ports per GPU; "
+                               f"{self.fab.topo.name} has {self.ports}")
+        if coll.n != self.n:
+            raise HarvestError(f"the collective is for {coll.n} GPUs, "
+                               f"{self.fab.topo.name} has {self.n}")
+        plan = runplan.build_plan(coll, schedule, size, degree, self.ranks, dtype,
+                                  bandwidth_bps=params.bandwidth_bps, alpha_s=params.alpha,
+                                  delta_s=params.delta)
+        plan["dark_s"] = dark_s
+        return plan
+
+    # -- calibration ---------------------------------------------------------------------
+    def calibrate(self, message_bytes: int, dark_s: float,
+                  repeats: int = CALIBRATION_REPEATS) -> Calibration:
+        n = self.n
+        if n < 4 or n % 2:
+            raise HarvestError("calibration needs an even number of at least 4 GPUs")
+        half = tuple(range(n // 2))
+
+        def step(offset: int, blocks: tuple[int, ...]) -> Step:
+            return Step("all-gather", tuple((u + offset) % n for u in range(n)),
+                        tuple(tuple((b + u) % n for b in blocks) for u in range(n)), n)
+
+        kinds = ["near1", "nearN", "far1"] * repeats
+        seq = {"near1": step(1, (0,)), "nearN": step(1, half), "far1": step(2, (0,))}
+        steps = [seq[k] for k in kinds]
+        flips = [step(1, (0,)) if j % 2 else step(-1, (0,)) for j in range(RECONFIG_PROBES)]
+        coll = Collective("custom", "custom", n, tuple(steps + flips))
+        ring, back = CircuitTopology.circulant(n, [1]), CircuitTopology.circulant(n, [n - 1])
+        ivs: list[tuple[int, int, CircuitTopology]] = [(1, len(steps), ring)]
+        for j in range(RECONFIG_PROBES):
+            k = len(steps) + j + 1
+            ivs.append((k, k, ring if j % 2 else back))
+        rough = Params(1, 1e9, 0.0, 0.0, 0.0)
+        sched = schedules.evaluate("calibration", coll, message_bytes, rough, ivs)
+        plan = runplan.build_plan(coll, sched, message_bytes, 1, self.ranks)
+        plan["collective"] = "custom"
+        plan["dark_s"] = dark_s
+        self.say(f"calibrating on {n} GPUs: {len(coll.steps)} steps")
+        out = self.run_plan(plan, tag=f"c{self.count + 1}-calibration")
+        cost = {k: [] for k in seq}  # type: dict[str, list[float]]
+        for kind, m in zip(kinds, out.steps):
+            cost[kind].append(m.gap_s + m.step_s)
+        plain_gaps = [m.gap_s for m in out.steps[:len(kinds)][1:]]
+        reconf_gaps = [m.gap_s for m in out.steps[len(kinds):]]
+        t1, tn, t3 = (statistics.median(cost[k]) for k in ("near1", "nearN", "far1"))
+        block = message_bytes / n
+        notes = []
+        if tn <= t1:
+            raise CollectiveError(f"calibration: {len(half)} blocks took no longer than one "
+                                  f"({tn:.4g} s vs {t1:.4g} s); use a larger --size")
+        per_byte = (tn - t1) / ((len(half) - 1) * block)
+        delta = t3 - t1 - block * per_byte
+        if delta < 0:
+            notes.append(f"delta measured {delta:.3g} s (noise), clamped to 0")
+            delta = 0.0
+        alpha = t1 - delta - block * per_byte
+        if alpha < 0:
+            notes.append(f"alpha measured {alpha:.3g} s (noise), clamped to 0")
+            alpha = 0.0
+        alpha_r = statistics.median(reconf_gaps) - statistics.median(plain_gaps)
+        if alpha_r < 0:
+            notes.append(f"alpha_r measured {alpha_r:.3g} s (noise), clamped to 0")
+            alpha_r = 0.0
+        return Calibration(8.0 / per_byte, alpha, delta, alpha_r,
+                           {"near_1_block_s": cost["near1"], "near_n2_blocks_s": cost["nearN"],
+                            "far_1_block_s": cost["far1"], "plain_gap_s": plain_gaps,
+                            "reconfig_gap_s": reconf_gaps}, tuple(notes))
+
+    # -- schedules -------------------------------------------------------------------------
+    def schedules_for(self, coll: Collective, size: int, degree: int, params: Params,
+                      names: Sequence[str]) -> list[schedules.Schedule]:
+        synth = Synthesizer(coll, size, params)
+        out = []
+        for name in names:
+            if name in schedules.SCHEDULE_KINDS:
+                out.append(schedules.builtin(name, synth))
+            else:
+                out.append(schedules.from_file(Path(name), coll, size, params))
+        return out
+
+
+__all__ = ["Calibration", "CollectiveDriver", "CollectiveError", "Outcome", "StepMeasure"]
