@@ -271,32 +271,46 @@ class Engine:
         self, frame: bytes, port: int, now: float | None = None, qdepth: QDepthFn | None = None
     ) -> list[Output]:
         """Every packet ``frame`` (received on ``port``) produces; [] when dropped."""
-        self.stats.packets += 1
+        r = self.run(frame, port, now, qdepth)
+        if r is None:
+            return []
+        if isinstance(r, tuple):
+            return [Output(r[0], r[1], r[2], cg.NORMAL, r[3])]
+        return r
+
+    def run(
+        self, frame: bytes, port: int, now: float | None = None, qdepth: QDepthFn | None = None
+    ) -> tuple[int, int, bytes, bool] | list[Output] | None:
+        """``process`` without building Output objects for the common case: None when the
+        packet is dropped, ``(port, priority, data, truncated)`` for one unicast copy of
+        instance type NORMAL, else the list of outputs."""
+        stats = self.stats
+        stats.packets += 1
         outs: list[Output] = []
         try:
-            now_us = self.now_us(now)
+            now_us = int(((self.clock() if now is None else now) - self.origin) * 1e6)
             q = qdepth or _no_queues
             kind, r = self.fast(frame, port, now_us, len(frame), q)
             if kind == 0:
                 if r is not None:
-                    self.stats.outputs += 1
-                    return [Output(r[0], r[1], r[2], cg.NORMAL, r[3])]
+                    stats.outputs += 1
+                    return r  # type: ignore[no-any-return]
             else:
                 self.finish(kind, r, frame, port, now_us, q, outs)
         except P4Abort as exc:
-            self.stats.aborted += 1
+            stats.aborted += 1
             log.debug("packet dropped: %s", exc)
             outs = []
         except Exception:  # a bug must cost one packet, never the switch
-            self.stats.errors += 1
-            if self.stats.errors <= 10:
+            stats.errors += 1
+            if stats.errors <= 10:
                 log.exception("internal error processing a packet (dropped)")
             outs = []
         if outs:
-            self.stats.outputs += len(outs)
-        else:
-            self.stats.dropped += 1
-        return outs
+            stats.outputs += len(outs)
+            return outs
+        stats.dropped += 1
+        return None
 
     def finish(self, kind: int, r: Any, frame: bytes, port: int, now_us: int, qdepth: QDepthFn,
                outs: list[Output]) -> None:

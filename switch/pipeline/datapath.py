@@ -39,19 +39,29 @@ class JsonDataPath:
     def __init__(self, engine: Engine, hooks: TargetHooks) -> None:
         self.engine = engine
         self.hooks = hooks
-        self._run = engine.process
+        self._run = engine.run
 
     def process(
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
     ) -> list[EgressPacket]:
-        outs = self._run(frame, ingress_port, now, qdepth)
-        if not outs:
+        r = self._run(frame, ingress_port, now, qdepth)
+        if r is None:
             return []
+        if isinstance(r, tuple):  # the common case: one unicast copy
+            port, priority, data, cut = r
+            eg = _new(EgressPacket)  # no __init__ frame per packet (fields checked at import)
+            eg.port = port
+            eg.priority = priority
+            eg.data = data
+            eg.trimmed = cut
+            eg.ecn_marked = (len(data) > 15 and data[12:14] in (IPV6, IPV4) and ecn_of(data) == 3
+                             and ecn_of(frame) != 3)
+            return [eg]
         ecn_in = -2
         result = []
-        for o in outs:
+        for o in r:
             data = o.data
-            eg = _new(EgressPacket)  # no __init__ frame per packet (fields checked at import)
+            eg = _new(EgressPacket)
             eg.port = o.port
             eg.priority = o.priority
             eg.data = data
