@@ -166,7 +166,8 @@ def execute(json_path: Path, commands: list[Command], workdir: Path,
     thrift = _free_port()
     argv = [str(switch), "--use-files", "0", "--thrift-port", str(thrift),
             "--device-id", str(random.randrange(1, 1 << 20)),
-            "--notifications-addr", f"ipc://{workdir}/notifications.ipc"]
+            # relative to its cwd (workdir): a socket path has at most 107 bytes
+            "--notifications-addr", "ipc://notifications.ipc"]
     for p in ports:
         argv += ["-i", f"{p}@pcap{p}"]
     argv.append(str(json_path.resolve()))
