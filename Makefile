@@ -104,5 +104,6 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
+	-@test -x $(PY) && $(PY) -m switch.p4json.cbackend --clean
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

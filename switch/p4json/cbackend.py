@@ -141,7 +141,8 @@ def load(engine: Engine, directory: Path | None = None) -> tuple[Callable[..., A
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Build (into the cache) the C modules of the built-in programs and of given JSONs."""
+    """Build (into the cache) the C modules of the built-in programs and of given JSONs, or
+    remove the cached modules (``--clean``)."""
     import argparse
     import sys
 
@@ -151,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--builtin", action="store_true",
                         help="the built-in programs (switch.programs), as `make install` does")
     parser.add_argument("--quiet", action="store_true", help="print problems only")
+    parser.add_argument("--clean", action="store_true", help="remove the cached modules")
     args = parser.parse_args(argv)
+    if args.clean:
+        for path in cache_dir().glob("_p4dp_*"):
+            path.unlink(missing_ok=True)
+        return 0
     from switch.p4json.engine import Engine
     from switch.p4json.errors import ConfigError
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from switch.p4json import exprs as ex
 from switch.p4json import program as pm
 from switch.p4json.cexprs import CExprCompiler, CVal, NotEligible, literal, mask_val
-from switch.p4json.gen_base import MAX_PARSER_STEPS
+from switch.p4json.gen_base import MAX_PARSER_STEPS, find_qdepth_bytes, stack_shift
 from switch.p4json.gen_parser import _has_cycle
 
 RUNTIME = (Path(__file__).with_name("cruntime.h")).read_text()
@@ -407,19 +407,13 @@ class CGen:
             return
         if push:
             w(f"{nv} = {nv} + {num} < {size} ? {nv} + {num} : {size};")
-            for i in range(size - 1, num - 1, -1):
-                self.swap(w, st.headers[i], st.headers[i - num])
-            for i in range(min(size, num)):
-                self.set_valid(w, st.headers[i], 0)
         else:
             w(f"{nv} = {nv} > {num} ? {nv} - {num} : 0;")
-            start = 0
-            if num < size:
-                for i in range(size - num):
-                    self.swap(w, st.headers[i], st.headers[i + num])
-                start = size - num
-            for j in range(start, size):
-                self.set_valid(w, st.headers[j], 0)
+        swaps, invalid = stack_shift(size, num, push)
+        for i, j in swaps:
+            self.swap(w, st.headers[i], st.headers[j])
+        for i in invalid:
+            self.set_valid(w, st.headers[i], 0)
 
     def action_body(self, w: W, action: pm.Action, stage: str) -> None:
         cx = CExprCompiler(self.names, action.params, f"action {action.name}")
@@ -756,9 +750,9 @@ class CGen:
                          ("enq_timestamp", "now_us"), ("deq_timedelta", "0"),
                          ("egress_global_timestamp", "now_us")):
             self.set_sm(w, f, value)
-        qb = self._qdepth_bytes()
+        qb, qmax = find_qdepth_bytes(self.prog, self.names)
         if qb is not None:
-            top = literal(self._qbytes_max)
+            top = literal(qmax)
             w(f"{qb} = enq_bytes > {top} ? {top} : enq_bytes;")
         self.control(w, self.prog.pipelines["egress"], "egress")
         espec = self.sm("egress_spec")
@@ -773,19 +767,6 @@ class CGen:
         w("Py_XDECREF(out);")
         w("return NULL;")
         return w.lines
-
-    def _qdepth_bytes(self) -> str | None:
-        """The user ``enq_qdepth_bytes`` field, as switch.p4json.gen_base finds it."""
-        self._qbytes_max = 0
-        for h in self.prog.headers.values():
-            if not h.metadata or h.name == "standard_metadata":
-                continue
-            for i, f in enumerate(h.type.fields):
-                named = f.name == "enq_qdepth_bytes" or f.name.endswith(".enq_qdepth_bytes")
-                if named and self.names.is_touched(h.name, i) and not f.signed and not f.vl:
-                    self._qbytes_max = (1 << f.width) - 1
-                    return self.names.field_at(h.name, i)
-        return None
 
     def source(self) -> str:
         body = self.body()  # fills self.objects

@@ -105,19 +105,8 @@ class GenBase:
         return code
 
     def _find_qdepth_bytes(self) -> str | None:
-        """A user metadata field named ``enq_qdepth_bytes``: the embedded target fills it with
-        the bytes queued at enqueue, saturated at its width (docs/switch.md, intrinsic
-        metadata). Sets ``user_qbytes_max``."""
-        self.user_qbytes_max = 0
-        for h in self.prog.headers.values():
-            if not h.metadata or h.name == "standard_metadata":
-                continue
-            for i, f in enumerate(h.type.fields):
-                named = f.name == "enq_qdepth_bytes" or f.name.endswith(".enq_qdepth_bytes")
-                if named and self.names.is_touched(h.name, i) and not f.signed and not f.vl:
-                    self.user_qbytes_max = (1 << f.width) - 1
-                    return self.names.field_at(h.name, i)
-        return None
+        var, self.user_qbytes_max = find_qdepth_bytes(self.prog, self.names)
+        return var
 
     def sm(self, f: str) -> str | None:
         """Variable of standard_metadata.f when the program touches it, else None."""
@@ -151,6 +140,33 @@ class GenBase:
         if t.vl_index is None:
             return str(t.fixed_bits // 8)
         return f"(({t.fixed_bits} + {self.names.vlw(h)}) // 8)"
+
+def find_qdepth_bytes(prog: pm.Program, names: ex.Names) -> tuple[str | None, int]:
+    """(variable, saturation value) of the user metadata field named ``enq_qdepth_bytes``,
+    which the embedded target fills with the bytes queued at enqueue (docs/switch.md,
+    intrinsic metadata); (None, 0) when the program has none or does not touch it."""
+    for h in prog.headers.values():
+        if not h.metadata or h.name == "standard_metadata":
+            continue
+        for i, f in enumerate(h.type.fields):
+            named = f.name == "enq_qdepth_bytes" or f.name.endswith(".enq_qdepth_bytes")
+            if named and names.is_touched(h.name, i) and not f.signed and not f.vl:
+                return names.field_at(h.name, i), (1 << f.width) - 1
+    return None, 0
+
+
+def stack_shift(size: int, num: int, push: bool) -> tuple[list[tuple[int, int]], list[int]]:
+    """push_front / pop_front of ``num`` elements on a stack of ``size`` (BMv2's P4_16
+    stacks, src/bm_sim/stacks.cpp): the element swaps, in order, then the elements that
+    become invalid."""
+    if num <= 0:
+        return [], []
+    if push:
+        return [(i, i - num) for i in range(size - 1, num - 1, -1)], list(range(min(size, num)))
+    if num < size:
+        return [(i, i + num) for i in range(size - num)], list(range(size - num, size))
+    return [], list(range(size))
+
 
 def bind(fn: Callable[[str], None], arg: str) -> Callable[[], None]:
     return lambda: fn(arg)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from switch.p4json import exprs as ex
 from switch.p4json import program as pm
 from switch.p4json.errors import ConfigError, Unsupported
-from switch.p4json.gen_base import CLONE_VALID, Writer
+from switch.p4json.gen_base import CLONE_VALID, Writer, stack_shift
 from switch.p4json.gen_headers import HeaderGen
 
 
@@ -347,21 +347,12 @@ class PrimitiveGen(HeaderGen):
         n = self.names.next(t.ref)
         if num <= 0:
             return
-        if push:
-            w(f"{n} = min({size}, {n} + {num})")
-            for i in range(size - 1, num - 1, -1):
-                self.swap_headers(w, st.headers[i], st.headers[i - num])
-            for i in range(min(size, num)):
-                self.set_valid_flag(w, st.headers[i], 0)
-        else:
-            w(f"{n} = {n} - min({n}, {num})")
-            i = 0
-            if num < size:
-                for i in range(size - num):
-                    self.swap_headers(w, st.headers[i], st.headers[i + num])
-                i = size - num
-            for j in range(i, size):
-                self.set_valid_flag(w, st.headers[j], 0)
+        w(f"{n} = min({size}, {n} + {num})" if push else f"{n} = {n} - min({n}, {num})")
+        swaps, invalid = stack_shift(size, num, push)
+        for i, j in swaps:
+            self.swap_headers(w, st.headers[i], st.headers[j])
+        for i in invalid:
+            self.set_valid_flag(w, st.headers[i], 0)
 
     def action_body(self, w: Writer, action: pm.Action, stage: str) -> None:
         cx = ex.ExprCompiler(self.names, action.params, f"action {action.name}")

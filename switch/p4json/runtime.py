@@ -295,6 +295,17 @@ class MatchTable:
             out.append(int(v))
         return tuple(out)
 
+    def _entry(self, key: tuple[object, ...], priority: int, action: int | None,
+               args: Sequence[int], member: int | None, group: int | None) -> Entry:
+        """A checked new entry: a member or a group (indirect tables), else an action."""
+        if self.indirect:
+            if (member is None) == (group is None):
+                raise EntryError("invalid", f"indirect table {self.name}: give a member or a group")
+            return Entry(key, priority, None, (), member, group)
+        if action is None:
+            raise EntryError("invalid", f"table {self.name}: an entry needs an action")
+        return Entry(key, priority, action, self.check_action(action, args))
+
     def add(
         self,
         key: tuple[object, ...],
@@ -315,14 +326,7 @@ class MatchTable:
             raise EntryError("exists", f"table {self.name}: duplicate entry")
         if len(self.entries) >= self.size:
             raise EntryError("full", f"table {self.name} is full ({self.size} entries)")
-        if self.indirect:
-            if (member is None) == (group is None):
-                raise EntryError("invalid", f"indirect table {self.name}: give a member or a group")
-            entry = Entry(key, priority, None, (), member, group)
-        else:
-            if action is None:
-                raise EntryError("invalid", f"table {self.name}: an entry needs an action")
-            entry = Entry(key, priority, action, self.check_action(action, args))
+        entry = self._entry(key, priority, action, args, member, group)
         if self.with_counters:
             entry.counter = [0, 0]
         if self.direct_meter:
@@ -367,14 +371,7 @@ class MatchTable:
         old = self.entries.get(ident)
         if old is None:
             raise EntryError("missing", f"table {self.name}: no such entry")
-        if self.indirect:
-            if (member is None) == (group is None):
-                raise EntryError("invalid", f"indirect table {self.name}: give a member or a group")
-            new = Entry(old.key, old.priority, None, (), member, group)
-        else:
-            if action is None:
-                raise EntryError("invalid", f"table {self.name}: an entry needs an action")
-            new = Entry(old.key, old.priority, action, self.check_action(action, args))
+        new = self._entry(old.key, old.priority, action, args, member, group)
         new.counter, new.meter, new.seq = old.counter, old.meter, old.seq
         self._unindex(old)
         self.entries[ident] = new
