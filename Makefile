@@ -39,9 +39,11 @@ help:
 
 install: $(STAMP) cext
 
-# C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise.
+# C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise; the
+# built-in P4 programs' C data paths go to the user's cache (switch/p4json/cbackend.py).
 cext: $(STAMP)
 	@$(PY) -m common.cext --check
+	@$(PY) -m switch.p4json.cbackend --builtin --quiet
 
 apt-packages:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -80,7 +82,7 @@ $(STAMP): pyproject.toml Makefile
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
 PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
-              tests/unit/test_agent_loop.py
+              tests/unit/test_agent_loop.py tests/unit/test_pipeline*.py tests/unit/test_p4json*.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -122,5 +124,6 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
+	-@test -x $(PY) && $(PY) -m switch.p4json.cbackend --clean
 	rm -rf $(VENV) $(P4SHELL_VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

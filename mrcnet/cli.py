@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "pcap": ("hosts.wire.pcapgen", "write sample packets of every MRC type to a pcap"),
     "bench": ("mrcnet.bench", "benchmarks (codec, switch, transport, harvest, ...)"),
     "topo": ("mrcnet.cmd_topo", "generate topology files (clos, fattree, scaleup) or check one"),
+    "p4": ("switch.stf.p4cmd", "P4 program tools: p4 stf DIR runs p4c STF tests"),
 }
 
 

@@ -19,6 +19,7 @@ import random
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ from common import vclock
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
+    from common.proto.p4.v1 import p4runtime_pb2
     from switch.dataplane import Dataplane
 
 log = logging.getLogger("switch")
@@ -75,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--default-link", type=parse_link_spec, default=LinkConfig(), metavar="SPEC")
     p.add_argument("--queues", type=int, default=MAX_QUEUES, help="priority queues per port")
     p.add_argument("--seed", type=int, default=None, help="seed of the random loss generator")
+    p.add_argument(
+        "--json", type=Path, default=None, metavar="FILE",
+        help="run this BMv2 JSON (p4c's output) from the start, as if a controller pushed it",
+    )
+    p.add_argument(
+        "--p4info", type=Path, default=None, metavar="FILE",
+        help="P4Info (text format) of --json (default: FILE.p4info.txtpb beside it)",
+    )
     vclock.add_arguments(p)
     p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
                    help="lag (virtual seconds) up to which a departure or a received frame "
@@ -101,6 +111,32 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
     if args.lag_tolerance is not None and not args.lag_tolerance > 0:
         parser.error("--lag-tolerance must be > 0 seconds")
+    if args.json is not None:
+        if not args.json.is_file():
+            parser.error(f"--json: no file {args.json}")
+        if args.p4info is None:
+            args.p4info = args.json.with_name(args.json.stem + ".p4info.txtpb")
+        if not args.p4info.is_file():
+            parser.error(f"--json needs its P4Info: --p4info FILE (no {args.p4info})")
+    elif args.p4info is not None:
+        parser.error("--p4info goes with --json")
+
+
+def _device_config(json_file: Path, p4info_file: Path) -> p4runtime_pb2.ForwardingPipelineConfig:
+    """The ForwardingPipelineConfig of ``--json`` / ``--p4info``."""
+    from google.protobuf import text_format
+
+    from common.p4schema.compiled import read_p4info
+    from common.proto.p4.v1 import p4runtime_pb2
+
+    try:
+        info = read_p4info(p4info_file)
+    except (text_format.ParseError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--p4info {p4info_file}: not a text-format P4Info ({exc})") from None
+    config = p4runtime_pb2.ForwardingPipelineConfig()
+    config.p4info.CopyFrom(info)
+    config.p4_device_config = json_file.read_bytes()
+    return config
 
 
 def _stopper(dp: Dataplane) -> Callable[[int, FrameType | None], None]:
@@ -129,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from switch.dataplane import Dataplane
     from switch.p4runtime import start_server
     from switch.pipeline import Pipeline
+    from switch.pipeline.state import WriteError
     from switch.ports import LinkWatcher, Port, PortError, close_all, open_port
     from switch.traffic import TrafficManager
 
@@ -165,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra_servicers=[admin_registrar(dp, args.name, args.device_id)],
         )
         dp.port_status_hooks.append(server.notify_port_status)
+        if args.json is not None:
+            try:
+                server.load_pipeline(_device_config(args.json, args.p4info))
+            except WriteError as exc:
+                raise ValueError(f"--json {args.json}: {exc.message}") from None
+            log.info("loaded %s (P4Info %s)", args.json, args.p4info)
     except (PortError, OSError, ValueError) as exc:
         log.error("start-up failed: %s", exc)
         print(f"switch {args.name}: start-up failed: {exc}", file=sys.stderr)

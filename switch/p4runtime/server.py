@@ -235,6 +235,13 @@ class P4RuntimeServer:
         self._server: grpc.Server | None = None
         self._lock = threading.Lock()
 
+    def load_pipeline(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        """Commit ``config`` (P4Info + BMv2 JSON) as if a controller had pushed it with
+        VERIFY_AND_COMMIT (``switch.main --json``); WriteError when it is refused."""
+        self.servicer.config.set(
+            p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config
+        )
+
     def notify_port_status(self, port: int, up: bool) -> None:
         """Tell the primary controller (on its stream) that ``port`` went up or down.
 
