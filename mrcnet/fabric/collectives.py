@@ -135,6 +135,7 @@ class CollectiveDriver:
         self.ranks = [h.name for h in fab.plan.hosts]
         self.ports = min(len(h.ports) for h in fab.plan.hosts)
         self.count = 0
+        self.calibration_run: Outcome | None = None
 
     @property
     def n(self) -> int:
@@ -295,6 +296,7 @@ class CollectiveDriver:
         plan["dark_s"] = dark_s
         self.say(f"calibrating on {n} GPUs: {len(coll.steps)} steps")
         out = self.run_plan(plan, tag=f"c{self.count + 1}-calibration")
+        self.calibration_run = out
         cost = {k: [] for k in seq}  # type: dict[str, list[float]]
         for kind, m in zip(kinds, out.steps):
             cost[kind].append(m.gap_s + m.step_s)
