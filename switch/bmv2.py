@@ -3,9 +3,9 @@
 One simple_switch_grpc per switch, started without a program (``--no-p4``; the controller
 pushes p4c's JSON as ``p4_device_config`` with the P4Info), with 8 strict-priority queues per
 port (``--priority-queues 8``, so ``standard_metadata.priority`` selects the queue, 7 served
-first, as on the embedded target), and its own device id, Thrift port and nanomsg
-notifications socket (the default socket is named after the device id, which two runs could
-share).
+first, as on the embedded target), and its own device id, gRPC and Thrift ports. No nanomsg
+notifications address is given: simple_switch_grpc captures its notifications itself and
+opens no nanomsg socket (given one, it logs that it ignores it).
 
 BMv2's link model is a rate and a depth per (port, priority) queue, both in packets; this
 module maps the embedded target's link specs (``switch.traffic.LinkConfig``) onto it:
@@ -85,7 +85,6 @@ def command(
     grpc_address: str,
     thrift_port: int,
     log_file: Path,
-    notifications: Path,
 ) -> list[str]:
     """simple_switch_grpc's argument vector (``log_file`` without suffix: BMv2 adds .txt)."""
     cmd = [str(binary), "--device-id", str(device_id)]
@@ -93,7 +92,6 @@ def command(
         cmd += ["-i", f"{number}@{ifname}"]
     cmd += [
         "--thrift-port", str(thrift_port),
-        "--notifications-addr", f"ipc://{notifications}",
         "--log-file", str(log_file),
         "--log-flush",
         "--log-level", LOG_LEVEL,

@@ -252,7 +252,6 @@ class Bmv2Switch(GrpcSwitch):
             self.grpc_address,
             self.thrift_port,
             self.log_path.with_suffix(""),
-            self.log_dir / f"{self.name}-notifications.ipc",
         )
 
     def wait_ready(self) -> None:

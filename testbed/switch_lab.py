@@ -236,7 +236,7 @@ class Lab:
             thrift_port = free_tcp_port()
         log_file = self.workdir / f"{name}.bmv2"
         cmd = bmv2.command(binary, device_id, ports, f"127.0.0.1:{grpc_port}", thrift_port,
-                           log_file, self.workdir / f"{name}-notifications.ipc")
+                           log_file)
         out = self.workdir / f"{name}.out"
         proc = self.kit.spawn(name, cmd, log_path=out)
         for port in (grpc_port, thrift_port):
