@@ -135,3 +135,36 @@ def test_the_host_side_shaper_holds_a_links_queue_and_drops_the_rest(lab: Lab) -
     # bucket (18000 bytes: 4 frames) + queue (32768 bytes: 7 frames), one more if a token
     # arrived during the burst
     assert 11 <= got <= 13, (got, stats)
+
+
+def test_two_busy_priorities_share_the_ports_rate_only_on_the_embedded_target(
+    lab: Lab, switch_kind: str
+) -> None:
+    """Six TRIMMABLE frames, then six CONTROL frames, at once into a slow port. The embedded
+    target has one wire per port: after the first low frame, every CONTROL frame leaves before
+    the next low one. BMv2 paces each priority queue on its own (both at the port's rate in
+    packets per second), so the low queue keeps sending while the high one is busy."""
+    from common.classes import DEFAULT_CLASSES, TrafficClass
+    from tests.emulation.switch_util import install_classes, psn_of
+
+    ns, sw = _rig(lab, switch_kind, "rate=1e5,qpkts=100")
+    client = connect(sw)
+    try:
+        install_classes(client)
+        route(client, "fd00:0:0:2::", 64, 2)
+        d = DEFAULT_CLASSES.dscp
+        lows = [mrc_frame(DST, dscp=d[TrafficClass.TRIMMABLE], psn=i, size=1000)
+                for i in range(6)]
+        highs = [mrc_frame(DST, dscp=d[TrafficClass.CONTROL], psn=100 + i, size=1000)
+                 for i in range(6)]
+        sniffer = lab.sniff(ns, [lab.ifname("h2")], count=12, timeout=30, marks=0)
+        lab.send(ns, lab.ifname("h1"), lows + highs)
+        order = [psn_of(f) for _, _, f in sniffer.result(timeout=60).frames]
+    finally:
+        client.close()
+    assert sorted(order) == [*range(6), *range(100, 106)]
+    lows_before_last_high = [p for p in order[: order.index(105)] if p < 100]
+    if switch_kind == "embedded":
+        assert len(lows_before_last_high) <= 1, order  # only the one on the wire already
+    else:
+        assert len(lows_before_last_high) >= 3, order  # the low queue went on meanwhile
