@@ -73,11 +73,6 @@ def queue_commands(port: int, queue: Bmv2Queue) -> list[str]:
     return [f"set_queue_rate {queue.rate_pps} {port}", f"set_queue_depth {queue.depth_pkts} {port}"]
 
 
-def port_down_command(port: int, down: bool) -> str:
-    """The Thrift write of mrc_switch.p4's ``port_down`` cell (PI cannot write registers)."""
-    return f"register_write MrcIngress.port_down {port} {int(down)}"
-
-
 def command(
     binary: Path | str,
     device_id: int,
