@@ -99,7 +99,9 @@ class SwitchFabric:
                         raise SouthboundError(
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
-                    client.push_pipeline()
+                    # BMv2 loads p4c's JSON; the embedded target runs its own build
+                    client.push_pipeline(device_config=client.bmv2_device_config()
+                                         if ep.target == "bmv2" else b"")
                     if node.kind != NodeKind.OCS:  # circuits come with the collective runs
                         apply(client, program_for(tables[node.name]))
                 except (

@@ -20,10 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4.v1 import p4runtime_pb2
-
 from common.p4runtime_client import P4RuntimeClient
 from common.p4schema.mrc_switch import DropReason
+from common.proto.p4.v1 import p4runtime_pb2
 
 QUEUES = 8
 # drop reasons counted after rx_port_class (the ingress checks before it count separately)

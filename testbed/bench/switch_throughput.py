@@ -332,7 +332,8 @@ def _measure_target(kind: str, seconds: float, rounds: int, rate_seconds: float,
             sw = lab.start_switch("bench", {1: lab.ifname("p1"), 2: lab.ifname("p2")}, kind=kind)
             gen_if, sink_if, out_if = lab.ifname("g1"), lab.ifname("k1"), lab.ifname("p2")
             with P4RuntimeClient(sw.address, sw.device_id) as client:
-                client.push_pipeline()
+                client.push_pipeline(
+                    device_config=client.bmv2_device_config() if kind == "bmv2" else b"")
                 _program(client)
                 if kind == "bmv2":
                     result.update(_throughput(kit, lab, sw, ns, workdir, frame_path, gen_if,

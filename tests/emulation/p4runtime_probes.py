@@ -3,11 +3,12 @@
 ``transcript(address, device_id)`` drives a freshly started switch with p4runtime-shell (the
 pipeline push with p4c's P4Info and BMv2 JSON, table entries inserted, modified, read back,
 deleted, action profile members and groups, counters, default entries, errors the shell
-reports) and with raw gRPC stubs for what the shell cannot send (malformed updates, batches,
-arbitration, other device ids, registers, Get response types). Every step becomes one
-``(probe, answer)`` pair: answers are the read-back entities serialized deterministically,
-or the gRPC code with its details, or the per-update (canonical code, message) pairs of a
-failed Write. Two targets conform where their transcripts are equal.
+reports; the shell runs in its own environment, tests/p4shell) and with raw gRPC stubs for
+what the shell cannot send (malformed updates, batches, arbitration, other device ids,
+registers, Get response types). Every step becomes one ``(probe, answer)`` pair: answers are
+the read-back entities serialized deterministically, or the gRPC code with its details, or
+the per-update (canonical code, message) pairs of a failed Write. Two targets conform where
+their transcripts are equal.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import grpc
-import p4runtime_sh.shell as sh
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from p4runtime_sh.p4runtime import P4RuntimeException, P4RuntimeWriteException
 
 from common.p4schema import PROGRAMS, compiled
+from common.proto.p4.config.v1 import p4info_pb2
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+from tests.p4shell import P4Shell, P4ShellError
 
 MRC = PROGRAMS["mrc_switch"]
 ROUTE = "MrcIngress.ipv6_route"
@@ -52,21 +53,24 @@ def _rpc_error(exc: grpc.RpcError) -> Answer:
     return ("rpc-error", exc.code().name, exc.details())
 
 
-def _shell_error(exc: Exception) -> Answer:
-    if isinstance(exc, P4RuntimeWriteException):
-        return ("write-error", tuple((code_pb2.Code.Name(e.canonical_code), e.message)
-                                     for _, e in exc.errors))
-    if isinstance(exc, P4RuntimeException) and isinstance(exc.grpc_error, grpc.RpcError):
-        return _rpc_error(exc.grpc_error)
-    if isinstance(exc, grpc.RpcError):
-        return _rpc_error(exc)
-    return ("error", type(exc).__name__)
+def _shell_error(exc: P4ShellError) -> Answer:
+    if exc.errors:
+        return ("write-error", tuple((code_pb2.Code.Name(c), m) for c, m in exc.errors))
+    if exc.code:
+        return ("rpc-error", exc.code, str(exc).split(": ", 1)[1])
+    return ("error", exc.kind)
+
+
+def _entities(kind: type[Any], hexes: list[str]) -> Answer:
+    """Messages the shell returned (hex), parsed with this side's bindings, canonical."""
+    return _canon([kind.FromString(bytes.fromhex(h)) for h in hexes])
 
 
 class Probes:
-    def __init__(self, address: str, device_id: int) -> None:
+    def __init__(self, address: str, device_id: int, shell: P4Shell) -> None:
         self.address = address
         self.device_id = device_id
+        self.shell = shell
         self.out: list[tuple[str, Answer]] = []
         self.channel = grpc.insecure_channel(address)
         self.stub = p4runtime_pb2_grpc.P4RuntimeStub(self.channel)
@@ -74,9 +78,16 @@ class Probes:
     def record(self, probe: str, step: Callable[[], Answer | None]) -> None:
         try:
             answer = step()
-        except (P4RuntimeException, P4RuntimeWriteException, grpc.RpcError) as exc:
+        except P4ShellError as exc:
             answer = _shell_error(exc)
         self.out.append((probe, answer if answer is not None else ("ok",)))
+
+    def sh(self, probe: str, code: str, kind: type[Any] | None = None) -> None:
+        """A p4runtime-shell snippet; with ``kind``, ``result`` is a list of hex messages."""
+        def step() -> Answer | None:
+            result = self.shell.run(code)
+            return None if kind is None else _entities(kind, result)
+        self.record(probe, step)
 
     # ---- raw messages ------------------------------------------------------------------
     def write(self, updates: list[p4runtime_pb2.Update], election: int = ELECTION,
@@ -163,20 +174,19 @@ def _arbitration(address: str, device: int, election: int) -> Answer:
 
 def transcript(address: str, device_id: int) -> list[tuple[str, Answer]]:
     """Run every probe against a switch that has no pipeline yet."""
-    p = Probes(address, device_id)
+    shell = P4Shell()
+    p = Probes(address, device_id, shell)
     try:
         _before_pipeline(p)
-        sh.setup(device_id=device_id, grpc_addr=address, election_id=(0, ELECTION),
-                 config=sh.FwdPipeConfig(str(compiled.p4info_path("mrc_switch")),
-                                         str(compiled.json_path("mrc_switch"))),
-                 verbose=False)
-        try:
-            _shell_script(p)
-            _raw_errors(p)
-            _arbitration_probes(p)
-        finally:
-            sh.teardown()
+        shell.run(f"sh.setup(device_id={device_id}, grpc_addr={address!r}, "
+                  f"election_id=(0, {ELECTION}), verbose=False, config=sh.FwdPipeConfig("
+                  f"{str(compiled.p4info_path('mrc_switch'))!r}, "
+                  f"{str(compiled.json_path('mrc_switch'))!r}))")
+        _shell_script(p)
+        _raw_errors(p)
+        _arbitration_probes(p)
     finally:
+        shell.close()
         p.close()
     return p.out
 
@@ -189,89 +199,59 @@ def _before_pipeline(p: Probes) -> None:
         p4runtime_pb2.CapabilitiesRequest(), timeout=5).p4runtime_api_version))
 
 
-def _shell_route(prefix: str, port: int) -> Any:
-    te = sh.TableEntry(ROUTE)(action=NEXTHOP)
-    te.match["hdr.ipv6.dst_addr"] = prefix
-    te.action["port"] = str(port)
-    te.action["smac"] = "02:00:00:00:00:99"
-    te.action["dmac"] = f"02:00:00:00:00:{port:02x}"
-    return te
-
-
-def _shell_read(table: str) -> Answer:
-    return _canon([e.msg() for e in sh.TableEntry(table).read()])
+TE = p4runtime_pb2.TableEntry
+ROUTE_AT = "route_entry('2001:db8:{net}::', 48, {port}).{op}()"
+SELECTOR = "MrcIngress.ecmp_selector"
 
 
 def _shell_script(p: Probes) -> None:
-    p.record("get p4info", lambda: ("ok", sh.client.get_p4info() == MRC.to_p4info()))
-    p.record("insert route", lambda: _shell_route("2001:db8:2::/48", 3).insert())
-    p.record("read route", lambda: _shell_read(ROUTE))
-    p.record("modify route", lambda: _shell_route("2001:db8:2::/48", 4).modify())
-    p.record("read modified route", lambda: _shell_read(ROUTE))
-    p.record("insert duplicate", lambda: _shell_route("2001:db8:2::/48", 5).insert())
-    p.record("modify missing", lambda: _shell_route("2001:db8:9::/48", 4).modify())
-    p.record("delete route", lambda: _shell_route("2001:db8:2::/48", 4).delete())
-    p.record("delete again", lambda: _shell_route("2001:db8:2::/48", 4).delete())
-    p.record("read empty table", lambda: _shell_read(ROUTE))
+    def p4info() -> Answer:
+        got = p4info_pb2.P4Info.FromString(bytes.fromhex(
+            p.shell.run("result = msg_hex(sh.client.get_p4info())")))
+        return ("ok", got == MRC.to_p4info())
 
-    def wide_dscp() -> None:
-        te = sh.TableEntry("MrcIngress.dscp_class")(action="MrcIngress.set_class")
-        te.match["meta.dscp"] = "64"
-        te.action["class_id"] = "1"
-        te.action["priority"] = "1"
-        te.action["trimmable"] = "0"
-        te.insert()
-
-    p.record("match value too wide", wide_dscp)
-
-    def dscp_entry() -> Answer:
-        te = sh.TableEntry("MrcIngress.dscp_class")(action="MrcIngress.set_class")
-        te.match["meta.dscp"] = "10"
-        te.action["class_id"] = "2"
-        te.action["priority"] = "5"
-        te.action["trimmable"] = "1"
-        te.insert()
-        return _shell_read("MrcIngress.dscp_class")
-
-    p.record("exact entry read back", dscp_entry)
-
-    def default_entry() -> Answer:
-        te = sh.TableEntry(ROUTE)(action=NEXTHOP, is_default=True)
-        te.action["port"] = "7"
-        te.action["smac"] = "02:00:00:00:00:07"
-        te.action["dmac"] = "02:00:00:00:00:08"
-        te.modify()
-        return _canon([e.msg() for e in sh.TableEntry(ROUTE)(is_default=True).read()])
-
-    p.record("default entry set and read", default_entry)
-
-    def profile() -> Answer:
-        for mid, port in ((101, 1), (102, 2)):
-            m = sh.ActionProfileMember("MrcIngress.ecmp_selector")(member_id=mid, action=NEXTHOP)
-            m.action["port"] = str(port)
-            m.action["smac"] = "02:00:00:00:00:99"
-            m.action["dmac"] = f"02:00:00:00:00:0{port}"
-            m.insert()
-        g = sh.ActionProfileGroup("MrcIngress.ecmp_selector")(group_id=9)
-        g.add(101).add(102)
-        g.insert()
-        te = sh.TableEntry("MrcIngress.ecmp")
-        te.match["meta.next_group"] = "9"
-        te.group_id = 9
-        te.insert()
-        members = [e.msg() for e in sh.ActionProfileMember("MrcIngress.ecmp_selector").read()]
-        groups = [e.msg() for e in sh.ActionProfileGroup("MrcIngress.ecmp_selector").read()]
-        return _canon([*members, *groups, *[e.msg() for e in sh.TableEntry("MrcIngress.ecmp")
-                                            .read()]])
-
-    p.record("action profile members, group, indirect entry", profile)
-
-    def member_in_use() -> None:
-        sh.ActionProfileMember("MrcIngress.ecmp_selector")(member_id=101).delete()
-
-    p.record("delete a member a group uses", member_in_use)
-    p.record("counter cell", lambda: _canon(
-        [e.msg() for e in sh.CounterEntry("MrcIngress.drop_reason")(index=5).read()]))
+    p.record("get p4info", p4info)
+    p.sh("insert route", ROUTE_AT.format(net=2, port=3, op="insert"))
+    p.sh("read route", f"result = read_hex({ROUTE!r})", TE)
+    p.sh("modify route", ROUTE_AT.format(net=2, port=4, op="modify"))
+    p.sh("read modified route", f"result = read_hex({ROUTE!r})", TE)
+    p.sh("insert duplicate", ROUTE_AT.format(net=2, port=5, op="insert"))
+    p.sh("modify missing", ROUTE_AT.format(net=9, port=4, op="modify"))
+    p.sh("delete route", ROUTE_AT.format(net=2, port=4, op="delete"))
+    p.sh("delete again", ROUTE_AT.format(net=2, port=4, op="delete"))
+    p.sh("read empty table", f"result = read_hex({ROUTE!r})", TE)
+    dscp = ("te = sh.TableEntry('MrcIngress.dscp_class')(action='MrcIngress.set_class')\n"
+            "te.match['meta.dscp'] = '{dscp}'\nte.action['class_id'] = '2'\n"
+            "te.action['priority'] = '5'\nte.action['trimmable'] = '1'\nte.insert()\n")
+    p.sh("match value too wide", dscp.format(dscp=64))
+    p.sh("exact entry read back",
+         dscp.format(dscp=10) + "result = read_hex('MrcIngress.dscp_class')", TE)
+    p.sh("default entry set and read", (
+        f"te = sh.TableEntry({ROUTE!r})(action={NEXTHOP!r}, is_default=True)\n"
+        "te.action['port'] = '7'\nte.action['smac'] = '02:00:00:00:00:07'\n"
+        "te.action['dmac'] = '02:00:00:00:00:08'\nte.modify()\n"
+        f"result = [msg_hex(e.msg()) for e in sh.TableEntry({ROUTE!r})(is_default=True).read()]"
+    ), TE)
+    p.sh("action profile members, group, indirect entry", (
+        "for mid, port in ((101, 1), (102, 2)):\n"
+        f"    m = sh.ActionProfileMember({SELECTOR!r})(member_id=mid, action={NEXTHOP!r})\n"
+        "    m.action['port'] = str(port)\n    m.action['smac'] = '02:00:00:00:00:99'\n"
+        "    m.action['dmac'] = f'02:00:00:00:00:0{port}'\n    m.insert()\n"
+        f"g = sh.ActionProfileGroup({SELECTOR!r})(group_id=9)\n"
+        "g.add(101).add(102)\ng.insert()\n"
+        "te = sh.TableEntry('MrcIngress.ecmp')\nte.match['meta.next_group'] = '9'\n"
+        "te.group_id = 9\nte.insert()\n"
+    ))
+    p.sh("members read back", "result = [msg_hex(e.msg()) for e in "
+         f"sh.ActionProfileMember({SELECTOR!r}).read()]", p4runtime_pb2.ActionProfileMember)
+    p.sh("group read back", "result = [msg_hex(e.msg()) for e in "
+         f"sh.ActionProfileGroup({SELECTOR!r}).read()]", p4runtime_pb2.ActionProfileGroup)
+    p.sh("indirect entry read back", "result = read_hex('MrcIngress.ecmp')", TE)
+    p.sh("delete a member a group uses",
+         f"sh.ActionProfileMember({SELECTOR!r})(member_id=101).delete()")
+    p.sh("counter cell", "result = [msg_hex(e.msg()) for e in "
+         "sh.CounterEntry('MrcIngress.drop_reason')(index=5).read()]",
+         p4runtime_pb2.CounterEntry)
 
 
 def _raw_errors(p: Probes) -> None:

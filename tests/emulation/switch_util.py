@@ -97,7 +97,8 @@ def connect(sw: SwitchProcess) -> P4RuntimeClient:
     """A primary P4Runtime session with the mrc_switch pipeline pushed."""
     client = P4RuntimeClient(sw.address, sw.device_id)
     assert client.connect(), f"not primary on {sw.name} (log {sw.log})"
-    client.push_pipeline()
+    # BMv2 loads p4c's JSON; the embedded target runs its own build of the program
+    client.push_pipeline(device_config=client.bmv2_device_config() if sw.kind == "bmv2" else b"")
     return client
 
 
