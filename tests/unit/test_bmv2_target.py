@@ -177,3 +177,16 @@ def test_host_shaper_is_a_tbf_with_the_links_rate_and_queue() -> None:
         f"tc qdisc replace dev h0p0 root tbf rate 100000000bit burst {TBF_BURST} limit 131072")
     assert host_shaper_command("h0p0", "rate=1e6,qpkts=8,qbytes=0") == (
         f"tc qdisc replace dev h0p0 root tbf rate 1000000bit burst {TBF_BURST} limit 32768")
+
+
+def test_mrcnet_up_refuses_what_bmv2_cannot_do_before_starting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--pcap (the embedded switch's capture service) and a dilated clock with --switch bmv2:
+    exit code 2 and the reason, nothing started (no root needed to get there)."""
+    from mrcnet.cli import main
+
+    assert main(["up", "clos-2p", "--switch", "bmv2", "--pcap", "--no-cli"]) == 2
+    assert "simple_switch_grpc's own --pcap" in capsys.readouterr().err
+    assert main(["up", "clos-2p", "--switch", "bmv2", "--tdf", "4", "--no-cli"]) == 2
+    assert "cannot be dilated" in capsys.readouterr().err
