@@ -13,8 +13,7 @@ their transcripts are equal.
 
 from __future__ import annotations
 
-import queue
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -24,6 +23,7 @@ from common.p4schema import PROGRAMS, compiled
 from common.proto.p4.config.v1 import p4info_pb2
 from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from tests.p4shell import P4Shell, P4ShellError
+from tests.unit.test_p4runtime import stream
 
 MRC = PROGRAMS["mrc_switch"]
 ROUTE = "MrcIngress.ipv6_route"
@@ -142,26 +142,9 @@ NET_B = 0x20010DB8000800000000000000000000
 NET_C = 0x20010DB8000900000000000000000000
 
 
-def _stream(address: str, device: int, election: int
-            ) -> tuple[grpc.Channel, queue.Queue[Any], Iterator[Any]]:
-    ch = grpc.insecure_channel(address)
-    out: queue.Queue[p4runtime_pb2.StreamMessageRequest | None] = queue.Queue()
-
-    def gen() -> Iterator[p4runtime_pb2.StreamMessageRequest]:
-        while (item := out.get()) is not None:
-            yield item
-
-    responses = p4runtime_pb2_grpc.P4RuntimeStub(ch).StreamChannel(gen())
-    req = p4runtime_pb2.StreamMessageRequest()
-    req.arbitration.device_id = device
-    req.arbitration.election_id.low = election
-    out.put(req)
-    return ch, out, responses
-
-
 def _arbitration(address: str, device: int, election: int) -> Answer:
     """The first answer a new stream with ``election`` gets (then the stream is closed)."""
-    ch, out, responses = _stream(address, device, election)
+    ch, out, responses = stream(address, election, device)
     try:
         arb = next(responses).arbitration
         return ("arbitration", code_pb2.Code.Name(arb.status.code), arb.election_id.low)
