@@ -1,7 +1,8 @@
 """Live view of a run: switch counters sampled periodically, EV states from the controller.
 
 ``StatsSampler`` polls every switch's admin service (``switch.stats.fetch``) every
-``interval`` seconds and keeps a time series of
+``interval`` seconds (BMv2 switches, which have none: ``bmv2_counters.Bmv2Counters``) and keeps
+a time series of
 
 - ``plane_bps``: MRC bits/s delivered to hosts per plane (bytes sent by the MRC queues of
   host-facing leaf ports, i.e. what crossed the last emulated link; includes headers and
@@ -26,7 +27,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from common.classes import BEST_EFFORT_PRIORITY
 from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
+from mrcnet.fabric.bmv2_counters import Bmv2Counters, SwitchFigures
 from topologies.model import NodeKind, Topology
 
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
@@ -94,16 +96,35 @@ class Sample:
     behind_switch: str = ""
 
 
+def embedded_figures(resp: Any) -> SwitchFigures:
+    """The live view's figures from an embedded switch's ``GetPortsResponse``: bytes sent per
+    port by its MRC queues (not the best-effort queue of the hosts' kernel traffic), tail +
+    down + random-loss drops, trims and ECN marks of every queue."""
+    drops = trims = ecn = 0
+    for p in resp.ports:
+        for d in (p.egress, p.ingress):
+            drops += d.tail_drops + d.down_drops + d.loss_drops
+            for q in d.queues:
+                trims += q.trims
+                ecn += q.ecn_marks
+    sent = {p.port: sum(q.bytes for q in p.egress.queues if q.priority != BEST_EFFORT_PRIORITY)
+            for p in resp.ports}
+    return SwitchFigures(sent, drops, trims, ecn)
+
+
 class StatsSampler:
     """Periodic switch counters -> samples (a daemon thread; ``stop()`` idempotent)."""
 
     def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
                  interval: float = 0.5, show: bool = False,
-                 clock: RunClock | None = None) -> None:
-        """``interval``: seconds of the run's ``clock`` (default TDF 1)."""
+                 clock: RunClock | None = None,
+                 bmv2: Mapping[str, Bmv2Counters] | None = None) -> None:
+        """``interval``: seconds of the run's ``clock`` (default TDF 1). ``bmv2``: the
+        switches of ``addresses`` that are BMv2, read through their counters instead."""
         self.clock = clock or RunClock(1.0)
         self.topo = topo
         self.addresses = addresses
+        self.bmv2 = dict(bmv2 or {})
         self.tracker = tracker
         self.interval = interval
         self.show = show
@@ -140,6 +161,8 @@ class StatsSampler:
             channel.close()
         self._channels.clear()
         self._stubs.clear()
+        for counters in self.bmv2.values():
+            counters.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self.clock.to_wall(self.interval)):
@@ -176,25 +199,24 @@ class StatsSampler:
         from switch.admin import timing_snapshot
 
         for name, address in self.addresses.items():
-            resp = self._fetch(name, address)
-            if resp.HasField("timing"):
-                snap = timing_snapshot(resp.timing)
-                prev = self._timing.get(name)
-                self._timing[name] = snap
-                if prev is not None:
-                    frac = window(prev, snap)["lag_fraction"]
-                    if frac > behind:
-                        behind, behind_switch = frac, name
-            hp = self._host_ports.get(name, {})
-            for p in resp.ports:
-                if p.port in hp:
-                    delivered[hp[p.port]] += sum(q.bytes for q in p.egress.queues
-                                                 if q.priority != BEST_EFFORT_PRIORITY)
-                for d in (p.egress, p.ingress):
-                    drops += d.tail_drops + d.down_drops + d.loss_drops
-                    for q in d.queues:
-                        trims += q.trims
-                        ecn += q.ecn_marks
+            if name in self.bmv2:
+                figures = self.bmv2[name].read()
+            else:
+                resp = self._fetch(name, address)
+                figures = embedded_figures(resp)
+                if resp.HasField("timing"):
+                    snap = timing_snapshot(resp.timing)
+                    prev = self._timing.get(name)
+                    self._timing[name] = snap
+                    if prev is not None:
+                        frac = window(prev, snap)["lag_fraction"]
+                        if frac > behind:
+                            behind, behind_switch = frac, name
+            for port, plane in self._host_ports.get(name, {}).items():
+                delivered[plane] += figures.egress_bytes.get(port, 0)
+            drops += figures.drops
+            trims += figures.trims
+            ecn += figures.ecn
         now = self.clock.now() - self.t0
         last, self._last = self._last, (now, delivered)
         if last is None:

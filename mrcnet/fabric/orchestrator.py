@@ -192,6 +192,8 @@ class Fabric:
         self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
         self.mn.build()
         self.mn.start_switches()
+        for note in self.mn.bmv2_notes():
+            self.say(note)
         addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
         self.captures = Captures(self.run_dir, addresses,
                                  {s.name: sorted(s.ifnames) for s in plan.switches})
@@ -211,8 +213,14 @@ class Fabric:
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
                                      self.clock, topo, self.fidelity)
         if not self.circuit:  # the live view samples packet switches' per-plane counters
+            bmv2 = {}
+            if opts.switch == "bmv2":
+                from mrcnet.fabric.bmv2_counters import Bmv2Counters
+
+                bmv2 = {n: Bmv2Counters(sw.grpc_address, sw.device_id, sw.port_map())
+                        for n, sw in self.mn.switches.items()}
             self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                        show=opts.show, clock=self.clock)
+                                        show=opts.show, clock=self.clock, bmv2=bmv2)
             self.sampler.start()
         info = self._write_state("running")
         fabric_registry.register(self.prefix, info)
