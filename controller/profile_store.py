@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from common.evgen import GenField, gen_array
+from common.nscc import profile_fields, scaled
 from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import busy, invalid, not_found
 
@@ -602,31 +603,8 @@ def validate_nscc(pid: int, c: pb.NsccConfig) -> None:
 def nscc_defaults(
     rate_bps: float, base_rtt_s: float, mtu: int = 4096, trimming: bool = True
 ) -> pb.NsccConfig:
-    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (reference/nscc.md).
+    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (common/nscc.py).
 
     ``alpha`` is per nanosecond of delay below target (delays are carried in ns).
     """
-    if rate_bps <= 0 or base_rtt_s <= 0:
-        raise ValueError("rate and base RTT must be positive")
-    bdp = rate_bps / 8 * base_rtt_s
-    target = (0.75 if trimming else 1.0) * base_rtt_s
-    scaling_a = bdp / 150_000
-    scaling_b = target / 12e-6
-    target_ns = target * 1e9
-    return pb.NsccConfig(
-        disable_qa=False,
-        adjust_bytes_threshold=8 * mtu,
-        adjust_period_threshold_ns=round(base_rtt_s * 1e9),
-        base_rtt_ns=round(base_rtt_s * 1e9),
-        eta=0.15 * mtu * scaling_a,
-        fi=5 * mtu * scaling_a,
-        fi_scale=0.25 * scaling_a,
-        gamma=0.8,
-        max_md_jump=0.5,
-        max_cwnd=max(mtu, round(1.5 * bdp)),
-        qa_gate=3,
-        qa_threshold_ns=round(4 * target_ns),
-        target_delay_ns=round(target_ns),
-        alpha=4.0 * scaling_a * scaling_b * mtu / target_ns,
-        mtu=mtu,
-    )
+    return pb.NsccConfig(**profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming)))

@@ -18,6 +18,7 @@ from hosts.transport.cc import (
     congestion_control_factory,
     registered_algorithms,
 )
+import hosts.transport.nscc  # noqa: F401  (registers "uet-1.0-nscc")
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import QP_STATE
 from hosts.transport.memory import MemoryTable
@@ -393,7 +394,11 @@ class Qp:
                 f"{profile.algorithm!r} (registered: {', '.join(registered_algorithms())})"
             )
         setup = CcSetup(qpn, cfg.mtu, cfg.default_cc_window, dict(profile.params))
-        return lambda: factory(setup)
+        try:
+            built = factory(setup)  # parameter errors surface before anything is applied
+        except ValueError as exc:
+            raise QpError(f"CC profile {profile.profile_id}: {exc}") from None
+        return lambda: built
 
     def _bind_rx(self) -> None:
         """The receive table for the halves that exist (requester feedback before RTS is a

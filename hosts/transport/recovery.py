@@ -107,6 +107,7 @@ class Recovery:
         self.r_flags = [0] * size
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
+        self.lost_pending = 0  # bytes inferred lost, not yet reported to the controller
         # Loss detection runs per plane: each plane is its own network with its own queues,
         # so transmission order predicts arrival order only within a plane.
         nplanes = len(cfg.ports)
@@ -399,9 +400,11 @@ class Recovery:
         a row with none delivered in between is assumed bad (a silently dead path or plane)."""
         if not self.mark_lost(psn):
             return False
+        slot = psn & self.mask
+        self.lost_pending += self.r_size[slot]
         if self.rc:
             return True
-        idx = self.r_ev[psn & self.mask]
+        idx = self.r_ev[slot]
         ev_loss = self.ev_loss
         if 0 <= idx < len(ev_loss):
             ev_loss[idx] += 1
@@ -411,8 +414,15 @@ class Recovery:
         return True
 
     def _log_lost(self, trigger: str, count: int, now: float) -> None:
-        """qlog-like record of a loss detection (one per detection batch, not per packet)."""
+        """qlog-like record of a loss detection (one per detection batch, not per packet);
+        the controller hears of the bytes inferred lost."""
         self.qp.log(now, PACKETS_LOST, trigger=trigger, count=count, una=self.una)
+        self._report_lost(now)
+
+    def _report_lost(self, now: float) -> None:
+        lost, self.lost_pending = self.lost_pending, 0
+        if lost:
+            self.cc.on_packets_lost(now=now, lost_bytes=lost, bytes_in_flight=self.inflight)
 
     def _probe_inference(self, base: int, now: float) -> None:
         """A probe answer shows the responder's state after everything sent before the probe
@@ -520,17 +530,15 @@ class Recovery:
         bad: set[int] = set()
         for psn in range(self.una, self.next_psn):
             slot = psn & mask
-            if (
-                r_time[slot] <= stale
-                and self.mark_lost(psn)
-                and not r_flags[slot] & FLAG_TRIMMED
-                and r_ev[slot] >= 0
-            ):
-                bad.add(r_ev[slot])
+            if r_time[slot] <= stale and self.mark_lost(psn):
+                self.lost_pending += self.r_size[slot]
+                if not r_flags[slot] & FLAG_TRIMMED and r_ev[slot] >= 0:
+                    bad.add(r_ev[slot])
         if not self.rc:
             for idx in sorted(bad):
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
         self.cc.on_timeout(now=now, bytes_in_flight=self.inflight)
+        self._report_lost(now)
         self.last_progress = now
         qp.mark_ready()
         return True
