@@ -61,7 +61,8 @@ def attach(args: argparse.Namespace) -> int:
         print(f"mrcnet run: {run_dir} is not a running fabric", file=sys.stderr)
         return 2
     hosts = [str(h) for h in info["hosts"]]  # type: ignore[attr-defined]
-    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])))
+    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])),
+                            int(str(info.get("cc_profile", 0))))
     runner.count = len(list((run_dir / "jobs").glob("*/*-writer.job.json"))) + 1000
     try:
         wl = runner.submit(args.workload, parse_size(args.size), args.qp,

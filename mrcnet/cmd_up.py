@@ -42,7 +42,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="rate of every link (default 100Mbps; 'file' keeps the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
-    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
+    parser.add_argument("--cc", choices=["nscc", "fixed"], default="nscc",
+                        help="congestion control of the workloads' QPs: NSCC (the run's CC "
+                             "profile 1, default) or the fixed window (--window)")
+    parser.add_argument("--window", default="64KiB",
+                        help="bytes in flight per QP with --cc fixed")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B down S seconds after the workload starts")
@@ -72,7 +76,7 @@ def options(args: argparse.Namespace) -> Any:
 
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if args.rate == "file" else args.rate,
-                      cp_delay=args.cp_delay, window=_size(args.window),
+                      cp_delay=args.cp_delay, window=_size(args.window), cc=args.cc,
                       show=not args.quiet)
 
 

@@ -108,7 +108,12 @@ class HostCore:
         self._ev_profiles[profile.profile_id] = profile
 
     def set_cc_profile(self, profile: CcProfile) -> None:
+        """Install or replace a CC profile (QPs bind to it at INIT by cc_profile_id)."""
         self._cc_profiles[profile.profile_id] = profile
+
+    def cc_profile(self, profile_id: int) -> CcProfile | None:
+        """The installed CC profile ``profile_id``, or None."""
+        return self._cc_profiles.get(profile_id)
 
     def set_ev_state(self, profile_id: int, ev: int, state: EvState, now: float = 0.0) -> int:
         """Controller override of one EV in every QP bound to the profile (DENIED / GOOD /
@@ -206,6 +211,18 @@ class HostCore:
         """Smoothed RTT from TSETH samples (seconds), None before the first sample."""
         req = self._qp(qpn).req
         return None if req is None else req.recovery.rtt.srtt
+
+    def qp_rtt_stats(self, qpn: int) -> dict[str, float]:
+        """RTT figures of a requester (seconds): ``srtt``, ``min_rtt``, ``latest_rtt`` (network
+        RTTs, service time subtracted), ``service_time`` of the latest sample and the count of
+        ``samples``; empty before the first sample."""
+        req = self._qp(qpn).req
+        if req is None or req.recovery.rtt.srtt is None:
+            return {}
+        r = req.recovery.rtt
+        assert r.min_rtt is not None and r.latest is not None
+        return {"srtt": r.srtt, "min_rtt": r.min_rtt, "latest_rtt": r.latest,
+                "service_time": r.service_time, "samples": r.samples}
 
     def qp_cc_log(self, qpn: int) -> dict[str, float]:
         """The QP's congestion-control state (``CongestionControl.get_log_data``)."""

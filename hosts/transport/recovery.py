@@ -248,7 +248,7 @@ class Recovery:
                 if svc > rtt:
                     svc = 0.0  # not a service time (no SVC_TIME, or a bogus reflection)
                 rtt -= svc
-            self.rtt.on_sample(rtt)
+            self.rtt.on_sample(rtt, svc)
         return acked, rtt, svc
 
     def on_acked(self, newly: int) -> int:

@@ -99,7 +99,7 @@ class QpAttr:
     """
 
     qp_state: QpState = QpState.RESET
-    qp_hint: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
+    qp_hint: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH | QpHintFlag.SVC_TIME
     ev_profile_id: int = 0
     cc_profile_id: int = 0
     mpr_dest: int = 8

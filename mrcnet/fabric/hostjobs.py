@@ -11,8 +11,10 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 - ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
   ``depth`` outstanding, the last one a WriteImm.
 
-Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
-counters (retransmissions); the writer also lists ``progress`` = (unix time, bytes whose
+A job's ``cc_profile`` (default 0: none, the fixed window) is the CC profile its QP binds to
+at INIT (the orchestrator's run profile 1 is NSCC). Each job writes ``<id>.result.json``:
+bytes, seconds, errors, the QP's final state, its counters (retransmissions) and its
+congestion controller's state (``cc``); the writer also lists ``progress`` = (unix time, bytes whose
 Writes completed) at every completion, i.e. acknowledged goodput over time.
 """
 
@@ -68,6 +70,7 @@ def _await_file(path: Path, timeout: float) -> dict[str, Any]:
 def _attr(job: dict[str, Any]) -> QpAttr:
     return QpAttr(
         ev_profile_id=int(job.get("ev_profile", 0)),
+        cc_profile_id=int(job.get("cc_profile", 0)),
         mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
         timeout=int(job.get("ack_timeout", 17)),
         retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
@@ -80,9 +83,24 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
     try:
         stats = dict(ctx.agent.call(core.qp_stats, qpn))
         state = ctx.agent.call(core.query_qp, qpn).qp_state.name
+        cc = dict(ctx.agent.call(core.qp_cc_log, qpn))
+        rtt = dict(ctx.agent.call(core.qp_rtt_stats, qpn))
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
-    return {"qp_state": state, "qp_stats": stats}
+    return {"qp_state": state, "qp_stats": stats, "cc": cc, "rtt": rtt}
+
+
+def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
+    """Wait until the controller's CC profile reached this agent (the orchestrator brings
+    it ONLINE once the base RTT is measured): a QP bound to a missing profile would silently
+    get the fixed window."""
+    core: Any = ctx.agent.core
+    deadline = time.monotonic() + timeout
+    while ctx.agent.call(core.cc_profile, profile_id) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"CC profile {profile_id} did not reach this agent within "
+                               f"{timeout:.0f} s")
+        time.sleep(POLL_S)
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
@@ -95,6 +113,9 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
     buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    cc_profile = int(job.get("cc_profile", 0))
+    if cc_profile:
+        _await_cc_profile(ctx, cc_profile, timeout)
     cq = ctx.create_cq(int(job.get("cqe", 4096)))
     qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
     mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)

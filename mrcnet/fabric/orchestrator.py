@@ -12,7 +12,9 @@ Start order (each step waits for readiness with a timeout whose message names th
    its registration snapshot);
 5. one agent per host in its namespace (ready = registered with the controller), each running
    the job app (mrcnet/fabric/hostjobs.py);
-6. the EV event subscription and the switch stats sampler.
+6. the EV event subscription, the CC profile (with NSCC: after a base RTT measurement on the
+   fabric, mrcnet/fabric/calibrate.py; jobs bound to it wait until it reached their agent)
+   and the switch stats sampler.
 
 Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
 SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
@@ -38,7 +40,8 @@ import yaml
 
 from common.netns import stop_process_group, wait_until
 from mrcnet.fabric.builder import MininetFabric
-from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
+from mrcnet.fabric.calibrate import measure_base_rtt
+from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
@@ -49,6 +52,9 @@ REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
 ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
 CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliability probe
+
+
+CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
 
 
 class FabricError(RuntimeError):
@@ -63,6 +69,7 @@ class RunOptions:
     rate: str | None = "100Mbps"  # every link's rate (None: as in the file)
     cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
     window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
+    cc: str = "nscc"  # the workloads' congestion control: "nscc" (CC profile 1) or "fixed"
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
@@ -108,6 +115,7 @@ class Fabric:
         self.timings: dict[str, float] = {}
         self.cli_workloads: list[dict[str, Any]] = []  # summaries of workloads run from the CLI
         self.link_log: list[dict[str, Any]] = []  # link/port changes: t (tracker clock), link, up
+        self.calibration: dict[str, Any] = {}  # the CC profile's base RTT and parameters
         self._stopped = False
 
     def __enter__(self) -> Fabric:
@@ -133,6 +141,8 @@ class Fabric:
 
     def _start(self) -> None:
         opts = self.opts
+        if opts.cc not in CC_CHOICES:
+            raise ValueError(f"congestion control {opts.cc!r}: one of {', '.join(CC_CHOICES)}")
         t0 = time.monotonic()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
@@ -155,7 +165,10 @@ class Fabric:
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)
-        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE)
+        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
+                                     self.cc_profile)
+        self._setup_cc(topo)
+        self._step("cc_profile", t0)
         addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
         if not self.circuit:  # the live view samples packet switches' per-plane counters
             self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
@@ -164,6 +177,21 @@ class Fabric:
         self._write_state("running")
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
 
+    def _setup_cc(self, topo: Topology) -> None:
+        """CC profile 1: with NSCC on a packet fabric, scaled for the base RTT measured on the
+        running fabric (mrcnet/fabric/calibrate.py), else for the topology's."""
+        assert self.ctl is not None and self.runner is not None
+        base: float | None = None
+        if self.opts.cc == "nscc" and not self.circuit:
+            self.calibration = measure_base_rtt(self.runner, topo, self.check_alive)
+            base = self.calibration["base_rtt"]
+        nscc = self.ctl.setup_cc_profile(topo, base)
+        self.calibration["nscc"] = {f.name: v for f, v in nscc.ListFields()}
+        if base is not None:
+            self.say(f"NSCC scaled for a base RTT of {base * 1e3:.2f} ms (measured "
+                     f"{(self.calibration['measured_min_rtt'] or 0) * 1e3:.2f} ms, topology "
+                     f"{self.calibration['topology_base_rtt'] * 1e3:.2f} ms)")
+
     def _write_state(self, state: str) -> None:
         """``fabric.json``: lets ``mrcnet run --attach`` submit workloads to this run."""
         if self.plan is None:
@@ -171,6 +199,7 @@ class Fabric:
         (self.run_dir / "fabric.json").write_text(json.dumps({
             "state": state, "pid": os.getpid(), "prefix": self.prefix,
             "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
+            "cc_profile": self.cc_profile,
             "topology": str(self.run_dir / "topology.yaml"),
             "mode": self.mode.value if self.mode else None}, indent=1))
 
@@ -199,6 +228,11 @@ class Fabric:
 
         wait_until(ready, 90, f"the controller to program the switches (log {log})", 0.05)
         self.ctl = CtlClient(f"unix:{sock}")
+
+    @property
+    def cc_profile(self) -> int:
+        """The CC profile the run's workloads bind their QPs to (0: the fixed window)."""
+        return CC_PROFILE if self.opts.cc == "nscc" else 0
 
     @property
     def circuit(self) -> bool:

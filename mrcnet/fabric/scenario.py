@@ -88,6 +88,8 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "samples": [asdict(s) for s in samples],
         "convergence": results.convergence_lines(fab.run_dir),
         "timings": fab.timings,
+        "cc": fab.opts.cc,
+        "cc_calibration": fab.calibration,
     }
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
                          fab.topo.fabric.planes if fab.topo else 1)

@@ -84,6 +84,7 @@ class Workload:
     flows: list[Flow]
     started: float
     finished: float | None = None
+    cc_profile: int = 0
 
     def summary(self) -> dict[str, Any]:
         done = [f for f in self.flows if f.writer and f.sink]
@@ -93,6 +94,7 @@ class Workload:
         return {
             "workload": self.name,
             "qp_type": self.qp_type,
+            "cc_profile": self.cc_profile,
             "flows": len(self.flows),
             "completed": len(done) == len(self.flows) and len(verified) == len(self.flows)
             and not errors,
@@ -106,7 +108,10 @@ class Workload:
                 {"id": f.id, "src": f.src, "dst": f.dst, "bytes": f.size,
                  "verified": f.verified, "seconds": f.writer.get("seconds"),
                  "writer_qp": f.writer.get("qp_state"), "sink_qp": f.sink.get("qp_state"),
-                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx")}
+                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx"),
+                 "tx_data": f.writer.get("qp_stats", {}).get("tx_data"),
+                 "timeouts": f.writer.get("qp_stats", {}).get("timeouts", 0),
+                 "cc": f.writer.get("cc")}
                 for f in self.flows
             ],
         }
@@ -115,26 +120,31 @@ class Workload:
 class WorkloadRunner:
     """Submits jobs to the hosts' job directories and collects their results."""
 
-    def __init__(self, run_dir: Path, hosts: list[str], ev_profile: int) -> None:
+    def __init__(self, run_dir: Path, hosts: list[str], ev_profile: int,
+                 cc_profile: int = 0) -> None:
         self.run_dir = run_dir
         self.hosts = hosts
         self.ev_profile = ev_profile
+        self.cc_profile = cc_profile  # the QPs' CC profile (0: none, the fixed window)
         self.count = 0
 
     def jobs_dir(self, host: str) -> Path:
         return self.run_dir / "jobs" / host
 
     def submit(self, name: str, size: int, qp_type: str = "MRC", seed: int = 1,
-               timeout: float = 120.0, extra: dict[str, Any] | None = None) -> Workload:
+               timeout: float = 120.0, extra: dict[str, Any] | None = None,
+               cc_profile: int | None = None) -> Workload:
         pairs = flows_for(name, self.hosts, seed)
+        cc = self.cc_profile if cc_profile is None else cc_profile
         self.count += 1
-        wl = Workload(name, qp_type, [], time.monotonic())
+        wl = Workload(name, qp_type, [], time.monotonic(), cc_profile=cc)
         oob = self.run_dir / "oob"
         for i, (src, dst) in enumerate(pairs):
             fid = f"w{self.count}f{i}-{src}-{dst}"
             flow = Flow(fid, src, dst, size, seed * 1000 + self.count * 100 + i)
             common = {"size": size, "seed": flow.seed, "qp_type": qp_type, "oob_dir": str(oob),
-                      "timeout": timeout, "ev_profile": self.ev_profile, **(extra or {})}
+                      "timeout": timeout, "ev_profile": self.ev_profile, "cc_profile": cc,
+                      **(extra or {})}
             for role, host, me, peer in (("sink", dst, "s", "w"), ("writer", src, "w", "s")):
                 d = self.jobs_dir(host)
                 d.mkdir(parents=True, exist_ok=True)
