@@ -5,8 +5,8 @@ Requirements: EV format to OFFLINE needs a mode, to ONLINE field widths. EV prof
 needs a mode (and, unless AUTO, a format profile and an EV count; GEN also fields); to ONLINE
 the min-active count and the event mask, a fully populated array (EXP) and an ONLINE format
 profile. CC profile to OFFLINE needs the algorithm, to ONLINE the NSCC configuration.
-ONLINE profiles may change their event mask, EV array (REPLACE_EV), EV states, fields and
-CC configuration (the device advertises *_PROFILE_MODIFY_ONLINE).
+ONLINE profiles may change their event mask, EV array (REPLACE_EV), EV states, fields, load
+balancing policy (``lb_policy``: rotation, reps, bitmap) and CC configuration (the device advertises *_PROFILE_MODIFY_ONLINE).
 
 Each modify works on a copy and commits only when the whole request is valid; it returns the
 messages the controller must send to every agent (profile now ONLINE or changed, profile
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from common.evgen import GenField, gen_array
 from common.nscc import profile_fields, scaled
@@ -26,6 +27,7 @@ from controller.errors import busy, invalid, not_found
 
 NSCC = "uet-1.0-nscc"
 CC_ALGORITHMS = (NSCC,)
+LB_POLICIES = ("rotation", "reps", "bitmap")  # EV profile lb_policy (agents' spraying policies)
 MAX_FMT_PROFILES = 16
 MAX_EV_PROFILES = 64
 MAX_CC_PROFILES = 64
@@ -274,6 +276,11 @@ class ProfileStore:
             del p.event_states[:]
             p.event_states.extend(sorted(set(states)))
             rec.event_mask_set = True
+        if req.HasField("lb_policy"):
+            if req.lb_policy not in LB_POLICIES:
+                raise invalid(f"EV profile {pid}: lb_policy must be one of "
+                              f"{', '.join(LB_POLICIES)}, got {req.lb_policy!r}")
+            p.lb_policy = req.lb_policy
         if req.HasField("fields"):
             if p.mode != pb.EV_MODE_GEN:
                 raise invalid(f"EV profile {pid}: fields apply to GEN profiles only")
@@ -299,7 +306,7 @@ class ProfileStore:
         if target == pb.PROFILE_ONLINE:
             changed = (
                 old_state != pb.PROFILE_ONLINE
-                or any(req.HasField(f) for f in ("event_mask", "fields"))
+                or any(req.HasField(f) for f in ("event_mask", "fields", "lb_policy"))
                 or (req.HasField("ev_op") and req.ev_op.op == pb.REPLACE_EV)
             )
             if changed:
@@ -607,4 +614,5 @@ def nscc_defaults(
 
     ``alpha`` is per nanosecond of delay below target (delays are carried in ns).
     """
-    return pb.NsccConfig(**profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming)))
+    fields: dict[str, Any] = profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming))
+    return pb.NsccConfig(**fields)

@@ -45,6 +45,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc", choices=["nscc", "fixed"], default="nscc",
                         help="congestion control of the workloads' QPs: NSCC (the run's CC "
                              "profile 1, default) or the fixed window (--window)")
+    parser.add_argument("--lb", choices=["rotation", "reps", "bitmap"], default="reps",
+                        help="load balancing over the EVs (the run's EV profile): REPS "
+                             "(recycle EVs that came back unmarked, default), the fixed "
+                             "rotation, or the bitmap penalty")
     parser.add_argument("--window", default="64KiB",
                         help="bytes in flight per QP with --cc fixed")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
@@ -77,6 +81,7 @@ def options(args: argparse.Namespace) -> Any:
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if args.rate == "file" else args.rate,
                       cp_delay=args.cp_delay, window=_size(args.window), cc=args.cc,
+                      lb=args.lb,
                       show=not args.quiet)
 
 

@@ -271,7 +271,7 @@ class EvOp(_message.Message):
     def __init__(self, op: _Optional[_Union[EvOpType, str]] = ..., entries: _Optional[_Iterable[_Union[EvOpEntry, _Mapping]]] = ...) -> None: ...
 
 class EvProfile(_message.Message):
-    __slots__ = ("id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_states", "fields", "evs", "denied", "fmt_mode")
+    __slots__ = ("id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_states", "fields", "evs", "denied", "fmt_mode", "lb_policy")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -283,6 +283,7 @@ class EvProfile(_message.Message):
     EVS_FIELD_NUMBER: _ClassVar[int]
     DENIED_FIELD_NUMBER: _ClassVar[int]
     FMT_MODE_FIELD_NUMBER: _ClassVar[int]
+    LB_POLICY_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: ProfileState
     mode: EvMode
@@ -294,10 +295,11 @@ class EvProfile(_message.Message):
     evs: _containers.RepeatedCompositeFieldContainer[Ev]
     denied: _containers.RepeatedCompositeFieldContainer[Ev]
     fmt_mode: EvFmtMode
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_states: _Optional[_Iterable[_Union[EvState, str]]] = ..., fields: _Optional[_Iterable[_Union[EvField, _Mapping]]] = ..., evs: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., fmt_mode: _Optional[_Union[EvFmtMode, str]] = ...) -> None: ...
+    lb_policy: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_states: _Optional[_Iterable[_Union[EvState, str]]] = ..., fields: _Optional[_Iterable[_Union[EvField, _Mapping]]] = ..., evs: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., fmt_mode: _Optional[_Union[EvFmtMode, str]] = ..., lb_policy: _Optional[str] = ...) -> None: ...
 
 class ModifyEvProfileRequest(_message.Message):
-    __slots__ = ("profile_id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_mask", "fields", "ev_op")
+    __slots__ = ("profile_id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_mask", "fields", "ev_op", "lb_policy")
     PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -307,6 +309,7 @@ class ModifyEvProfileRequest(_message.Message):
     EVENT_MASK_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     EV_OP_FIELD_NUMBER: _ClassVar[int]
+    LB_POLICY_FIELD_NUMBER: _ClassVar[int]
     profile_id: int
     state: ProfileState
     mode: EvMode
@@ -316,7 +319,8 @@ class ModifyEvProfileRequest(_message.Message):
     event_mask: EventMask
     fields: EvFields
     ev_op: EvOp
-    def __init__(self, profile_id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_mask: _Optional[_Union[EventMask, _Mapping]] = ..., fields: _Optional[_Union[EvFields, _Mapping]] = ..., ev_op: _Optional[_Union[EvOp, _Mapping]] = ...) -> None: ...
+    lb_policy: str
+    def __init__(self, profile_id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_mask: _Optional[_Union[EventMask, _Mapping]] = ..., fields: _Optional[_Union[EvFields, _Mapping]] = ..., ev_op: _Optional[_Union[EvOp, _Mapping]] = ..., lb_policy: _Optional[str] = ...) -> None: ...
 
 class ModifyEvProfileResponse(_message.Message):
     __slots__ = ("profile",)

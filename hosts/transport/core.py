@@ -18,6 +18,7 @@ from hosts.transport.memory import MemoryRegion, MemoryTable
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
 from hosts.transport.qp import Qp
+from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
@@ -103,8 +104,12 @@ class HostCore:
         self.memory.deregister(mr)
 
     def set_ev_profile(self, profile: EvProfile) -> None:
-        """Install or replace an EV profile (QPs bind to it at INIT by ev_profile_id)."""
+        """Install or replace an EV profile (QPs bind to it at INIT by ev_profile_id); raises
+        ValueError for a profile without EVs or with an unknown spraying policy."""
         profile.expand()  # validates
+        if profile.spray not in SPRAY_POLICIES:
+            raise ValueError(f"EV profile {profile.profile_id}: unknown spraying policy "
+                             f"{profile.spray!r} (known: {', '.join(SPRAY_POLICIES)})")
         self._ev_profiles[profile.profile_id] = profile
 
     def set_cc_profile(self, profile: CcProfile) -> None:
@@ -220,7 +225,7 @@ class HostCore:
         if req is None or req.recovery.rtt.srtt is None:
             return {}
         r = req.recovery.rtt
-        assert r.min_rtt is not None and r.latest is not None
+        assert r.srtt is not None and r.min_rtt is not None and r.latest is not None
         return {"srtt": r.srtt, "min_rtt": r.min_rtt, "latest_rtt": r.latest,
                 "service_time": r.service_time, "samples": r.samples}
 

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+import hosts.transport.nscc  # noqa: F401  (registers "uet-1.0-nscc")
 import hosts.wire.layout as L
 from common.classes import TrafficClass
 from hosts.transport.cc import (
@@ -18,7 +19,6 @@ from hosts.transport.cc import (
     congestion_control_factory,
     registered_algorithms,
 )
-import hosts.transport.nscc  # noqa: F401  (registers "uet-1.0-nscc")
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import QP_STATE
 from hosts.transport.memory import MemoryTable
@@ -27,6 +27,7 @@ from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import MPR_UNIT
 from hosts.transport.requester import Requester
 from hosts.transport.responder import Responder
+from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
@@ -366,13 +367,18 @@ class Qp:
             active = 1
         seed = self.cfg.seed * 1_000_003 + self.qpn
         factory = self.cfg.spray_factory
+        if factory is None:
+            factory = SPRAY_POLICIES.get(profile.spray)
+            if factory is None:
+                raise QpError(f"EV profile {profile.profile_id}: unknown spraying policy "
+                              f"{profile.spray!r} (known: {', '.join(SPRAY_POLICIES)})")
         self.ev = EvManager(
             entries,
             active_count=active,
             min_active=profile.ev_min_active,
             seed=seed,
             emit=self._on_ev_change,
-            policy=factory(len(entries), seed) if factory is not None else None,
+            policy=factory(len(entries), seed),
         )
         self.ev.set_masks(local_mask=self.host.port_status_mask)
 

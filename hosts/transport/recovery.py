@@ -32,6 +32,7 @@ from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.ops import OP_PROBE, TC_CONTROL
 from hosts.transport.psn import TS_PER_SECOND, ack_timeout, ts16
 from hosts.transport.rtt import RttEstimator
+from hosts.transport.spray import PathSignal
 from hosts.transport.types import (
     EXP_CNT_INFINITE,
     EvState,
@@ -108,6 +109,9 @@ class Recovery:
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
         self.lost_pending = 0  # bytes inferred lost, not yet reported to the controller
+        # EV indices of first transmissions acknowledged by the current SACK, for spraying
+        # policies that recycle EVs (None: the policy does not want them)
+        self.delivered: list[int] | None = [] if ev.wants_deliveries else None
         # Loss detection runs per plane: each plane is its own network with its own queues,
         # so transmission order predicts arrival order only within a plane.
         nplanes = len(cfg.ports)
@@ -269,6 +273,7 @@ class Recovery:
             ev_loss.extend([0] * (len(ports) - len(ev_loss)))
         acked = 0
         inflight = self.inflight
+        delivered = self.delivered
         x = newly
         while x:
             low = x & -x
@@ -290,6 +295,8 @@ class Recovery:
                 if t > max_t:
                     max_t = t
                 ev_loss[e] = 0
+                if delivered is not None:
+                    delivered.append(e)
         self.inflight = inflight
         if max_t > self.max_acked_t:
             self.max_acked_t = max_t
@@ -367,7 +374,7 @@ class Recovery:
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._inferred_loss(psn):
+                    if self._inferred_loss(psn, now):
                         found += 1
                     continue
                 break
@@ -387,7 +394,7 @@ class Recovery:
                 continue
             if t <= limit:
                 gorder.popleft()
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, now):
                     found += 1
                 continue
             break
@@ -395,7 +402,7 @@ class Recovery:
             self.qp.count("loss_time", found)
             self._log_lost("time", found, now)
 
-    def _inferred_loss(self, psn: int) -> bool:
+    def _inferred_loss(self, psn: int, now: float) -> bool:
         """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
         a row with none delivered in between is assumed bad (a silently dead path or plane)."""
         if not self.mark_lost(psn):
@@ -406,6 +413,8 @@ class Recovery:
             return True
         idx = self.r_ev[slot]
         ev_loss = self.ev_loss
+        if idx >= 0:
+            self.ev.signal(idx, PathSignal.LOSS, now)
         if 0 <= idx < len(ev_loss):
             ev_loss[idx] += 1
             if ev_loss[idx] >= K_REPEATED_LOSS:
@@ -435,7 +444,7 @@ class Recovery:
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, now):
                 found += 1
         self.probe_time = 0.0
         if found:
@@ -536,6 +545,7 @@ class Recovery:
                     bad.add(r_ev[slot])
         if not self.rc:
             for idx in sorted(bad):
+                self.ev.signal(idx, PathSignal.TIMEOUT, now)
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
         self.cc.on_timeout(now=now, bytes_in_flight=self.inflight)
         self._report_lost(now)
@@ -553,7 +563,7 @@ class Recovery:
                 _ps, psn, _t, seq = order.popleft()
                 if psn < una or self.r_seq[psn & self.mask] != seq:
                     continue
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, now):
                     found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)

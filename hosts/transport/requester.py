@@ -29,6 +29,7 @@ from hosts.transport.ops import (
 )
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, unwrap_psn
 from hosts.transport.recovery import Recovery, RecoveryQp
+from hosts.transport.spray import PathSignal
 from hosts.transport.types import (
     Completion,
     Event,
@@ -374,17 +375,27 @@ class Requester:
         )
         if d > 0:
             self._advance(d, now)
-        # feedback on the EV that triggered this SACK
+        # feedback on the EV that triggered this SACK, and to the spraying policy on the EVs
+        # of everything it acknowledged: only the trigger can be marked (a CE arrival is
+        # answered at once, so the packets coalesced before it arrived unmarked)
         ev = self.ev
         idx = ev.index.get(s.entropy, -1)
         m = s.m
+        delivered = rec.delivered
         if idx >= 0:
+            if m == SackVerdict.SKIP_ONCE or m == SackVerdict.ALWAYS_SKIP:
+                ev.signal(idx, PathSignal.ECN, now)
+                if delivered and idx in delivered:
+                    delivered.remove(idx)
             if m == SackVerdict.SKIP_ONCE:
                 ev.set_state(idx, EvState.SKIP, "sack_skip_once")
             elif m == SackVerdict.ALWAYS_SKIP:
                 ev.set_state(idx, EvState.ASSUMED_BAD, "sack_always_skip")
             elif s.pr and ev.states[idx] == EvState.ASSUMED_BAD:
                 ev.set_state(idx, EvState.GOOD, "probe_ok")
+        if delivered:
+            ev.delivered(delivered, now)
+            delivered.clear()
         if self.dyn_mpr and s.mpr:
             self.peer_mpr_psns = s.mpr * 128
             self.window = min(self.mpr_psns, self.peer_mpr_psns)
@@ -464,6 +475,7 @@ class Requester:
         if reason == NackReason.TRIMMED:
             idx = self.ev.index.get(n.entropy, -1)
             if idx >= 0 and not self.rc:
+                self.ev.signal(idx, PathSignal.NACK, now)
                 self.ev.set_state(idx, EvState.SKIP, "nack_trimmed")
         size = rec.on_nack(psn, trimmed=trimmed)
         self.cc.on_nack(NackFeedback(now, n.entropy, reason, size, rec.inflight))
@@ -478,6 +490,8 @@ class Requester:
         assert a is not None
         psn = unwrap_psn(pkt.bth.psn, rec.una)
         rec.on_feedback(now, answers_probe=True)
+        if rec.delivered:
+            rec.delivered.clear()  # RC: one EV, nothing to recycle
         if a.syndrome & 0x60 == RC_NAK_SEQ:
             qp.count("rx_nak_seq")
             expected = psn

@@ -83,8 +83,9 @@ class CtlClient:
         if self._watch_thread is not None:
             self._watch_thread.join(2.0)
 
-    def setup_profiles(self, topo: Topology, mode: PathMode) -> int:
-        """Create and bring ONLINE the run's format and EV profile; returns the EV count."""
+    def setup_profiles(self, topo: Topology, mode: PathMode, lb_policy: str = "rotation") -> int:
+        """Create and bring ONLINE the run's format and EV profile (its QPs spray with
+        ``lb_policy``); returns the EV count."""
         fmt_mode, widths, evs = ev_array(topo, mode)
         t = self.timeout
         self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
@@ -101,7 +102,8 @@ class CtlClient:
                                  timeout=t)
         self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
             profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE, ev_min_active=1,
-            event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD])), timeout=t)
+            event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD]),
+            lb_policy=lb_policy), timeout=t)
         return len(evs)
 
     def setup_cc_profile(self, topo: Topology, base_rtt_s: float | None = None) -> pb.NsccConfig:

@@ -55,6 +55,7 @@ CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliabilit
 
 
 CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
+LB_CHOICES = ("rotation", "reps", "bitmap")  # RunOptions.lb: the EV profile's spraying policy
 
 
 class FabricError(RuntimeError):
@@ -70,6 +71,7 @@ class RunOptions:
     cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
     window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
     cc: str = "nscc"  # the workloads' congestion control: "nscc" (CC profile 1) or "fixed"
+    lb: str = "reps"  # load balancing of the run's EV profile: rotation, reps, bitmap
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
@@ -143,6 +145,8 @@ class Fabric:
         opts = self.opts
         if opts.cc not in CC_CHOICES:
             raise ValueError(f"congestion control {opts.cc!r}: one of {', '.join(CC_CHOICES)}")
+        if opts.lb not in LB_CHOICES:
+            raise ValueError(f"load balancing {opts.lb!r}: one of {', '.join(LB_CHOICES)}")
         t0 = time.monotonic()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
@@ -161,7 +165,7 @@ class Fabric:
         self._start_controller(topo_path, mode)
         self._step("controller", t0)
         assert self.ctl is not None
-        self.ctl.setup_profiles(topo, mode)
+        self.ctl.setup_profiles(topo, mode, opts.lb)
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)

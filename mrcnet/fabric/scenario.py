@@ -89,6 +89,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "convergence": results.convergence_lines(fab.run_dir),
         "timings": fab.timings,
         "cc": fab.opts.cc,
+        "lb": fab.opts.lb,
         "cc_calibration": fab.calibration,
     }
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
