@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from hosts.agent.backpressure import RxWait
 from hosts.agent.config import AgentConfig
 from hosts.agent.events import qlog_record
 from hosts.agent.framing import Framer
@@ -38,6 +39,7 @@ from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import RxMeta, TxPacket
 from hosts.transport.lognames import (
     AGENT_ERROR,
+    BACKPRESSURE,
     METRICS_SAMPLED,
     PORT_ADMIN,
     PORT_STATUS,
@@ -110,6 +112,10 @@ class Agent:
         self._loop_thread: threading.Thread | None = None
         self._next_metrics = self.t0 + config.metrics_interval
         self.loop_error: BaseException | None = None
+        # how long received frames waited before the loop read them: the responder's
+        # backpressure (CC_STATE penalty of every SACK this host sends)
+        self.rx_wait = RxWait(config.backpressure_low, config.backpressure_high)
+        self.timer_lag_max = 0.0  # how late a due core timer ran (loop lag), per window
         self.iterations = 0
         self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
         self._timer_floor = 0.0
@@ -294,9 +300,13 @@ class Agent:
         if self._calls:
             self._run_calls()
         self._receive_all(now)
+        if self.rx_wait.update():
+            self._backpressure(now)
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
+            if now - timer > self.timer_lag_max:
+                self.timer_lag_max = now - timer
             self.core.handle_timer(now)
             after = self.core.get_timer()
             if after is not None and after <= timer:
@@ -320,6 +330,9 @@ class Agent:
         ports = self.ports
         decode = self.framer.decode
         receive = self.core.receive
+        clock = self.clock
+        wall = time.time
+        waits = self.rx_wait
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
@@ -332,13 +345,21 @@ class Agent:
                 n = port.recv_batch()
                 if n == 0:
                     break
+                now = clock()
+                # kernel receive times (wall clock) onto the core's clock
+                w = wall()
+                offset = now - w
+                stamps = port.stamps
+                if stamps[0] > 0.0:
+                    waits.observe(w - stamps[0])
                 budget -= n
                 busy = n == port.batch
                 views = port.views
                 lengths = port.lengths
                 for i in (range(n) if router is None
                           else self._route_batch(router, views, lengths, n)):
-                    got = decode(views[i][: lengths[i]], 0)
+                    st = stamps[i]
+                    got = decode(views[i][: lengths[i]], 0, st + offset if st > 0.0 else 0.0)
                     if got is not None:
                         receive(got[0], got[1], now)
             else:
@@ -353,15 +374,23 @@ class Agent:
                         busy = True
                 if not got_any:
                     break
+                now = clock()
+                w = wall()
+                offset = now - w
                 batch: list[tuple[int, int, int, MrcPacket, RxMeta]] = []
                 first: dict[int, int] = {}
                 seq = 0
                 for index, port in enumerate(ports):
                     views = port.views
                     lengths = port.lengths
+                    stamps = port.stamps
+                    if counts[index] and stamps[0] > 0.0:
+                        waits.observe(w - stamps[0])
                     for i in (range(counts[index]) if router is None
                               else self._route_batch(router, views, lengths, counts[index])):
-                        got = decode(views[i][: lengths[i]], index)
+                        st = stamps[i]
+                        got = decode(views[i][: lengths[i]], index,
+                                     st + offset if st > 0.0 else 0.0)
                         if got is None:
                             continue
                         bth = got[0].bth
@@ -375,6 +404,16 @@ class Agent:
                     receive(item[3], item[4], now)
             now = self.clock()
             self._transmit(now)
+
+    def _backpressure(self, now: float) -> None:
+        """The penalty changed: every SACK of this host carries the new one from now on."""
+        w = self.rx_wait
+        apply = getattr(self.core, "set_host_backpressure", None)
+        if callable(apply):
+            apply(w.penalty, w.restore)
+        if self.qlog is not None:
+            self.qlog.event(None, BACKPRESSURE, {"penalty": w.penalty, "restore": w.restore,
+                                                 "rx_wait": w.avg}, now)
 
     def _transmit(self, now: float) -> None:
         """Send what the core has, ``TX_BATCH`` frames at a time: each frame is encoded into
@@ -508,7 +547,10 @@ class Agent:
             "rx_drops": _counters(self.framer.rx),
             "loop_iterations": self.iterations,
             "timer_stalls": self.timer_stalls,
+            "timer_lag_max": self.timer_lag_max,
+            "rx_wait": self.rx_wait.window(),
         }
+        self.timer_lag_max = 0.0
         stats = getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)

@@ -248,6 +248,14 @@ class HostCore:
             raise QpError(f"QP {qpn} is not RTR/RTS")
         qp.resp.set_backpressure(penalty, restore)
 
+    def set_host_backpressure(self, penalty: int, restore: bool = False) -> None:
+        """Responder host backpressure for every QP of the host (and QPs created later): the
+        host's own congestion, measured by the agent (hosts/agent/backpressure.py)."""
+        self.config.rx_penalty = max(0, min(127, penalty))
+        for qp in self._qps.values():
+            if qp.resp is not None:
+                qp.resp.set_backpressure(penalty, restore)
+
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
         del self._qps[qpn]

@@ -205,12 +205,15 @@ class Recovery:
             self.probe_pending = False
 
     def on_sack(
-        self, newly: int, trig: int, reflected_ts: int, duplicate: bool, use_ts: bool, now: float
+        self, newly: int, trig: int, reflected_ts: int, duplicate: bool, use_ts: bool, now: float,
+        arrived: float | None = None,
     ) -> tuple[int, float | None, float]:
         """One SACK newly acknowledged the PSNs of ``newly`` (bit i = una + i); ``trig`` is its
         trigger PSN, ``reflected_ts`` the timestamp it reflects, ``duplicate``: it answers a
-        duplicate arrival and tells nothing new. Returns (newly acknowledged bytes, RTT sample
-        or None, service time)."""
+        duplicate arrival and tells nothing new; it reached the host at ``arrived`` (default
+        ``now``). Returns (newly acknowledged bytes, RTT sample or None, service time)."""
+        if arrived is None:
+            arrived = now
         self.last_feedback = now
         self.probe_pending = False
         una = self.una
@@ -246,7 +249,7 @@ class Recovery:
             # acknowledge it; exact, no 8.4 ms TSETH wrap); the reflected timestamp minus the
             # one we sent is the responder's service time
             sent = self.r_time[slot]
-            rtt = now - sent
+            rtt = arrived - sent
             if use_ts:
                 svc = ((reflected_ts - ts16(sent)) & 0xFFFF) / TS_PER_SECOND
                 if svc > rtt:

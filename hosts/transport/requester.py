@@ -37,6 +37,7 @@ from hosts.transport.types import (
     HostConfig,
     QpHintFlag,
     RetryAttr,
+    RxMeta,
     SendWR,
     TxPacket,
     WcOpcode,
@@ -337,7 +338,7 @@ class Requester:
         return tx
 
     # -- acknowledgements ---------------------------------------------------------------
-    def on_sack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_sack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         s = pkt.seth
         c = pkt.cc_state
@@ -370,8 +371,11 @@ class Requester:
         bm = bm << rel if rel >= 0 else bm >> -rel
         cum = (1 << d) - 1 if d > 0 else 0
         newly = (cum | bm) & ((1 << span) - 1) & ~sacked
+        arrived = meta.rx_time  # the NIC's receive time: our own queueing is not the path's
+        if not 0.0 < arrived <= now:
+            arrived = now
         acked_bytes, rtt, svc = rec.on_sack(
-            newly, trig, c.tx_timestamp, dup_answer, self.use_ts, now
+            newly, trig, c.tx_timestamp, dup_answer, self.use_ts, now, arrived
         )
         if d > 0:
             self._advance(d, now)
@@ -450,7 +454,7 @@ class Requester:
                     )
                 )
 
-    def on_nack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_nack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         rec = self.recovery
         n = pkt.neth
@@ -481,7 +485,7 @@ class Requester:
         self.cc.on_nack(NackFeedback(now, n.entropy, reason, size, rec.inflight))
         qp.mark_ready()
 
-    def on_ack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_ack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         """RC baseline: cumulative ACK (BTH PSN = last in-order PSN) or NAK sequence error
         (BTH PSN = the PSN the responder expects): go back N from there."""
         qp = self.qp

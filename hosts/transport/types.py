@@ -265,7 +265,8 @@ class RxMeta:
 
     ``ev`` is recovered from the UDP source port (and flow label) by the agent; ``ce`` is ECN
     Congestion Experienced; ``dscp`` lets the core recognise trimmed packets; ``length`` is the
-    frame length (for accounting).
+    frame length (for accounting); ``rx_time`` is when the frame reached the host, on the
+    core's clock (the NIC's receive timestamp; 0.0: unknown, the ``now`` of ``receive``).
     """
 
     port: int
@@ -275,6 +276,7 @@ class RxMeta:
     dscp: int = 0
     ce: bool = False
     length: int = 0
+    rx_time: float = 0.0
 
 
 @dataclass(slots=True)
