@@ -7,10 +7,24 @@ host's NSCC (hosts/transport/nscc.py) reads a distributed profile back with
 
 Reference network: 100 Gb/s x 12 us = 150,000 bytes. For a network of link rate R and base
 RTT T (``BDP = R x T``): ``scaling_a = BDP / 150000``, ``target = 0.75 T`` when the fabric trims
-(``T`` otherwise), ``scaling_b = target / 12 us``; ``alpha = 4 scaling_a scaling_b MTU / target``,
+(``T`` otherwise), ``scaling_b = target / T``; ``alpha = 4 scaling_a scaling_b MTU / target``,
 ``fi = 5 MTU scaling_a``, ``fi_scale = 0.25 scaling_a``, ``eta = 0.15 MTU scaling_a``,
 ``gamma = 0.8``, ``max_md_jump = 0.5``, ``qa_gate = 3``, ``qa_threshold = 4 target``,
 ``adjust_bytes_threshold = 8 MTU``, ``adjust_period = T``, ``max_cwnd = 1.5 BDP``.
+
+``unmarked_last_hop`` is not the reference's: MRC switches mark no ECN on the last hop (ECN
+means a path problem, for load balancing), so NSCC takes a delay at or above target without
+ECN as the mark of the last hop's queue (hosts/transport/nscc.py). The fabric's profiles set
+it; a profile without it keeps the reference's rules.
+
+``scaling_b``: the reference divides the target by 12 us, the reference network's RTT, which
+is the same as ``target / T`` on that network. Elsewhere the two differ by ``T / 12 us``, and on
+this emulation's millisecond RTTs (T of 1-12 ms) ``target / 12 us`` made the proportional
+increase of one window (``alpha x target`` = 4 scaling_a scaling_b MTU per RTT) hundreds of
+times the reference's share of the BDP: measured, one SACK took a window from 70 KB to the
+208 KB limit. Dividing by the network's own base RTT keeps every rule the same per RTT and per
+BDP when time is stretched (the emulation is a data-centre network slowed down), and equals
+the reference on a 12 us network.
 
 Units: inside ``NsccParams`` seconds and bytes. The profile (mrc_ctl ``NsccConfig``) carries
 times in nanoseconds (``*_ns``) and ``alpha`` per nanosecond of delay.
@@ -50,6 +64,7 @@ class NsccParams:
     adjust_bytes_threshold: int = 0
     adjust_period: float = 0.0
     delay_ewma: float = DELAY_EWMA
+    unmarked_last_hop: bool = False  # the last hop marks no ECN: delay >= target is a mark
 
     @property
     def link_rate_bps(self) -> float:
@@ -87,14 +102,15 @@ class NsccParams:
 
 
 def scaled(rate_bps: float, base_rtt_s: float, mtu: int = 4096,
-           trimming: bool = True) -> NsccParams:
-    """The reference's defaults for a network of ``rate_bps`` links and ``base_rtt_s``."""
+           trimming: bool = True, unmarked_last_hop: bool = False) -> NsccParams:
+    """The reference's defaults for a network of ``rate_bps`` links and ``base_rtt_s``
+    (``unmarked_last_hop``: its switches mark no ECN towards a host, MRC's rule)."""
     if not (rate_bps > 0 and base_rtt_s > 0 and mtu > 0):
         raise ValueError("rate, base RTT and MTU must be positive")
     bdp = rate_bps / 8 * base_rtt_s
     target = (0.75 if trimming else 1.0) * base_rtt_s
     scaling_a = bdp / REFERENCE_BDP
-    scaling_b = target / REFERENCE_RTT_S
+    scaling_b = target / base_rtt_s  # the reference's target / 12 us on its own network
     return NsccParams(
         base_rtt=base_rtt_s,
         target_delay=target,
@@ -107,6 +123,7 @@ def scaled(rate_bps: float, base_rtt_s: float, mtu: int = 4096,
         qa_threshold=4 * target,
         adjust_bytes_threshold=8 * mtu,
         adjust_period=base_rtt_s,
+        unmarked_last_hop=unmarked_last_hop,
     )
 
 
@@ -133,6 +150,7 @@ def profile_fields(p: NsccParams) -> dict[str, float | int | bool]:
         "target_delay_ns": round(p.target_delay * 1e9),
         "alpha": p.alpha / 1e9,
         "mtu": p.mtu,
+        "unmarked_last_hop": p.unmarked_last_hop,
     }
 
 
@@ -160,7 +178,7 @@ def from_profile_fields(fields: Mapping[str, float], mtu: int) -> NsccParams:
             changes["alpha"] = float(value) * 1e9
         elif name in ("max_cwnd", "qa_gate", "adjust_bytes_threshold", "mtu"):
             changes[name] = int(value)
-        elif name == "disable_qa":
+        elif name in ("disable_qa", "unmarked_last_hop"):
             changes[name] = bool(value)
         elif name in ("eta", "fi", "fi_scale", "gamma", "max_md_jump"):
             changes[name] = float(value)

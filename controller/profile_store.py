@@ -608,11 +608,15 @@ def validate_nscc(pid: int, c: pb.NsccConfig) -> None:
 
 
 def nscc_defaults(
-    rate_bps: float, base_rtt_s: float, mtu: int = 4096, trimming: bool = True
+    rate_bps: float, base_rtt_s: float, mtu: int = 4096, trimming: bool = True,
+    unmarked_last_hop: bool = True,
 ) -> pb.NsccConfig:
-    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (common/nscc.py).
+    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (common/nscc.py), for this
+    controller's fabrics, whose last hops mark no ECN (MRC) unless ``unmarked_last_hop`` is
+    False.
 
     ``alpha`` is per nanosecond of delay below target (delays are carried in ns).
     """
-    fields: dict[str, Any] = profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming))
+    fields: dict[str, Any] = profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming,
+                                                   unmarked_last_hop))
     return pb.NsccConfig(**fields)

@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "failover": ("testbed.bench.failover_goodput",
                  "goodput around a spine link failure, MRC vs RC"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
+    "incast": ("testbed.bench.incast_fct", "8 senders into one receiver, NSCC vs fixed window"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
 }

@@ -345,7 +345,7 @@ class QueryEvProfileResponse(_message.Message):
     def __init__(self, profile: _Optional[_Union[EvProfile, _Mapping]] = ..., results: _Optional[_Iterable[_Union[EvOpEntry, _Mapping]]] = ...) -> None: ...
 
 class NsccConfig(_message.Message):
-    __slots__ = ("disable_qa", "adjust_bytes_threshold", "adjust_period_threshold_ns", "base_rtt_ns", "eta", "fi", "fi_scale", "gamma", "max_md_jump", "max_cwnd", "qa_gate", "qa_threshold_ns", "target_delay_ns", "alpha", "mtu")
+    __slots__ = ("disable_qa", "adjust_bytes_threshold", "adjust_period_threshold_ns", "base_rtt_ns", "eta", "fi", "fi_scale", "gamma", "max_md_jump", "max_cwnd", "qa_gate", "qa_threshold_ns", "target_delay_ns", "alpha", "mtu", "unmarked_last_hop")
     DISABLE_QA_FIELD_NUMBER: _ClassVar[int]
     ADJUST_BYTES_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     ADJUST_PERIOD_THRESHOLD_NS_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +361,7 @@ class NsccConfig(_message.Message):
     TARGET_DELAY_NS_FIELD_NUMBER: _ClassVar[int]
     ALPHA_FIELD_NUMBER: _ClassVar[int]
     MTU_FIELD_NUMBER: _ClassVar[int]
+    UNMARKED_LAST_HOP_FIELD_NUMBER: _ClassVar[int]
     disable_qa: bool
     adjust_bytes_threshold: int
     adjust_period_threshold_ns: int
@@ -376,7 +377,8 @@ class NsccConfig(_message.Message):
     target_delay_ns: int
     alpha: float
     mtu: int
-    def __init__(self, disable_qa: bool = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ...) -> None: ...
+    unmarked_last_hop: bool
+    def __init__(self, disable_qa: bool = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ..., unmarked_last_hop: bool = ...) -> None: ...
 
 class CcProfile(_message.Message):
     __slots__ = ("id", "state", "algorithm", "nscc")

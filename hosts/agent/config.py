@@ -103,6 +103,7 @@ CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
     "endpoint_timeout": (float, 1e-6, 60.0, False),  # endpoint request answer timeout (s)
     "endpoint_retries": (int, 0, 100, False),  # port status update retransmissions
     "rx_penalty": (int, 0, 127, False),  # responder backpressure (CC_STATE rcv_cwnd_pen)
+    "cc_log_interval": (float, 1e-4, 60.0, True),  # recovery:metrics_updated per QP (s)
 }
 
 

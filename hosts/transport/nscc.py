@@ -28,6 +28,16 @@ takes the packet's size off the window; so does every inferred loss (timeout, fa
 probe, per-packet timer). Samples come without the responder's service time; the base RTT is
 the smallest sample (``max_wnd`` follows it down: 1.5 x rate x base RTT). The average delay
 is an EWMA (weight ``delay_ewma``); a trim counts as a sample of one base RTT of delay.
+
+Not the reference's: with ``unmarked_last_hop`` (the fabric marks no ECN on the last hop, as
+MRC switches do so that ECN means a path problem), a delay at or above target without ECN
+counts as marked. Fabric queues mark ECN below the target delay (0.2-0.8 BDP against 0.75
+base RTT), so such a delay is the queue at the receiver's link: an incast. The reference
+answers it with the fair increase (``fi`` per RTT, about 5 packets per sender), and its
+answers to the incast's trims (the packet's size; quick adapt only once fewer than
+``max_wnd >> qa_gate`` bytes got through in a window, i.e. from about 10 senders on) cannot
+hold that: measured with 8 senders, the queue stayed at the trim threshold and a fifth of the
+packets were trimmed (docs/transport.md).
 """
 
 from __future__ import annotations
@@ -78,7 +88,7 @@ class Nscc:
         self.penalty = 0
         self.counts: dict[str, int] = dict.fromkeys(
             ("sacks", "ecn", "fair", "proportional", "fast", "md", "qa", "nack_decrease",
-             "loss_decrease", "penalised", "restored", "timeouts"), 0)
+             "loss_decrease", "penalised", "restored", "timeouts", "delay_marked"), 0)
 
     # -- the CongestionControl hook -------------------------------------------------------
     def can_send(self, *, bytes_in_flight: int, size: int) -> bool:
@@ -122,6 +132,9 @@ class Nscc:
             self._bound()
             return
         target = self.p.target_delay
+        if not ecn and delay >= target and self.p.unmarked_last_hop:
+            ecn = True  # the last hop's queue: the mark MRC's last hop does not set
+            c["delay_marked"] += 1
         if not ecn:
             if not limited:
                 if delay >= target:
@@ -146,6 +159,7 @@ class Nscc:
         self.bytes_ignored += size
         self._update_delay(self.p.base_rtt)  # a trim: the queue reached about a BDP
         self._decrease_on_loss(feedback.now, size, feedback.bytes_in_flight, "nack_decrease")
+
 
     def on_packets_lost(self, *, now: float, lost_bytes: int, bytes_in_flight: int) -> None:
         self._decrease_on_loss(now, lost_bytes, bytes_in_flight, "loss_decrease")

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from hosts.transport.cc import CongestionControl, NackFeedback, SackFeedback
 from hosts.transport.ev import EvManager
-from hosts.transport.lognames import PACKET_SENT
+from hosts.transport.lognames import METRICS_UPDATED, PACKET_SENT
 from hosts.transport.ops import (
     OP_WRITE_FIRST,
     OP_WRITE_LAST,
@@ -150,6 +150,8 @@ class Requester:
         self.dest_qpn = dest_qpn
         self.dest_gids = dest_gids
         self.log_packets = cfg.log_packets
+        self.cc_log_interval = cfg.cc_log_interval
+        self.next_cc_log = 0.0
         self.recovery = Recovery(
             qp,
             ev,
@@ -423,9 +425,26 @@ class Requester:
                 rec.inflight,
             )
         )
+        if self.cc_log_interval is not None and now >= self.next_cc_log:
+            self.next_cc_log = now + self.cc_log_interval
+            self._log_metrics(now, rtt, svc, m == SackVerdict.SKIP_ONCE)
         rec.detect_losses(now, cack + s.sack_offset if s.pr else None)
         if rec.lost or (self.unsent and d > 0):
             qp.mark_ready()
+
+    def _log_metrics(self, now: float, rtt: float | None, svc: float, ecn: bool) -> None:
+        """A qlog-style sample of the window and what this SACK told (rtt: the network RTT,
+        service_time: the responder's share; both from this SACK, absent without a sample)."""
+        rec = self.recovery
+        data: dict[str, object] = dict(self.cc.get_log_data())
+        data["bytes_in_flight"] = rec.inflight
+        data["smoothed_rtt"] = rec.rtt.srtt
+        data["min_rtt"] = rec.rtt.min_rtt
+        data["ecn_sack"] = ecn
+        if rtt is not None:
+            data["latest_rtt"] = rtt
+            data["sample_service_time"] = svc
+        self.qp.log(now, METRICS_UPDATED, **data)
 
     def _advance(self, d: int, now: float) -> None:
         """The cumulative ACK moved ``d`` PSNs: complete the WQEs it finished."""

@@ -313,5 +313,8 @@ class HostConfig:
     loss_factory: Callable[[int], LossDetector] | None = None
     seed: int = 1  # rotation permutations and request ids (deterministic)
     log_packets: bool = False  # emit a LogRecord per data packet sent/received (costly)
+    # congestion-control samples (recovery:metrics_updated) at most this often per QP, at a
+    # SACK (None: never)
+    cc_log_interval: float | None = None
     rx_penalty: int = 0  # responder backpressure (CC_STATE rcv_cwnd_pen), 0..127
     max_qps: int = 1 << 16

@@ -47,6 +47,7 @@ from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
 from topologies.model import FabricKind, PathMode, Topology
+from topologies.paths import base_rtt
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
@@ -56,6 +57,20 @@ CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliabilit
 
 CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
 LB_CHOICES = ("rotation", "reps", "bitmap")  # RunOptions.lb: the EV profile's spraying policy
+
+
+ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
+MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
+
+
+def ack_timeout_exponent(base_rtt_s: float) -> int:
+    """The mrc.h timeout exponent of the workloads' QPs: the smallest whose timeout
+    (1.024 us x 2^N) covers ACK_TIMEOUT_RTTS base RTTs, at least MIN_ACK_TIMEOUT. A timeout is
+    a last resort; a fixed one would be 60 RTTs on a 2 ms fabric and 12 on an 11 ms one."""
+    n = MIN_ACK_TIMEOUT
+    while n < 24 and 1.024e-6 * (1 << n) < ACK_TIMEOUT_RTTS * base_rtt_s:
+        n += 1
+    return n
 
 
 class FabricError(RuntimeError):
@@ -80,8 +95,10 @@ class RunOptions:
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
     # new probe: EV probes every 50 ms, answers awaited 250 ms.
+    # recovery:metrics_updated every 10 ms per QP: the window, RTT, ECN and penalty in qlog.
     core_tuning: dict[str, float | int | None] = field(
-        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
+        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25,
+                                 "cc_log_interval": 0.01})
 
 
 def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
@@ -191,6 +208,8 @@ class Fabric:
             base = self.calibration["base_rtt"]
         nscc = self.ctl.setup_cc_profile(topo, base)
         self.calibration["nscc"] = {f.name: v for f, v in nscc.ListFields()}
+        self.runner.ack_timeout = ack_timeout_exponent(base or base_rtt(topo))
+        self.calibration["ack_timeout"] = self.runner.ack_timeout
         if base is not None:
             self.say(f"NSCC scaled for a base RTT of {base * 1e3:.2f} ms (measured "
                      f"{(self.calibration['measured_min_rtt'] or 0) * 1e3:.2f} ms, topology "
@@ -249,6 +268,7 @@ class Fabric:
         extra: dict[str, Any] = {}
         core = dict(self.opts.core_tuning)
         if self.circuit:  # GPUs: built-in router, one EV per routing bucket
+            core.pop("cc_log_interval", None)  # collectives keep the fixed window: no samples
             ranks = [g.name for g in self.plan.hosts]
             extra = {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
                                 "gids": [[p.gid for p in g.ports] for g in self.plan.hosts]},

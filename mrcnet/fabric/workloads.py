@@ -3,7 +3,8 @@
 ``all-to-all``: every ordered host pair; ``permutation``: each host writes to exactly one other
 and receives from exactly one (a random derangement with a fixed seed); ``shift:K``: host i
 writes to host i+K (declaration order; shift:2 on clos topologies crosses the spines with no
-incast); ``pair:A:B``: one flow. Every flow is a writer job on the source and a sink job on the destination (run by
+incast); ``pair:A:B``: one flow; ``incast:DST``: every other host writes to DST. Every flow
+is a writer job on the source and a sink job on the destination (run by
 mrcnet/fabric/hostjobs.py inside the agents). A flow is verified when the sink's SHA-256
 equals the hash the orchestrator computes itself from the pattern the writer sends, so
 ``verified_bytes`` counts only data that arrived exactly.
@@ -22,7 +23,7 @@ from typing import Any
 from hosts.agent.apps import pattern
 from mrcnet.fabric.hostjobs import write_json
 
-WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST")
+WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST", "incast:DST")
 
 
 class WorkloadError(ValueError):
@@ -54,6 +55,12 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
             raise WorkloadError(f"{name!r}: expected pair:SRC:DST with two different hosts of "
                                 f"{', '.join(hosts)}")
         return [(parts[1], parts[2])]
+    if name.startswith("incast:"):
+        dst = name.partition(":")[2]
+        if dst not in hosts or len(hosts) < 2:
+            raise WorkloadError(f"{name!r}: expected incast:DST with DST one of "
+                                f"{', '.join(hosts)}")
+        return [(h, dst) for h in hosts if h != dst]
     raise WorkloadError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
 
 
@@ -126,6 +133,7 @@ class WorkloadRunner:
         self.hosts = hosts
         self.ev_profile = ev_profile
         self.cc_profile = cc_profile  # the QPs' CC profile (0: none, the fixed window)
+        self.ack_timeout: int | None = None  # the QPs' ACK timeout exponent (None: the job's)
         self.count = 0
 
     def jobs_dir(self, host: str) -> Path:
@@ -144,6 +152,7 @@ class WorkloadRunner:
             flow = Flow(fid, src, dst, size, seed * 1000 + self.count * 100 + i)
             common = {"size": size, "seed": flow.seed, "qp_type": qp_type, "oob_dir": str(oob),
                       "timeout": timeout, "ev_profile": self.ev_profile, "cc_profile": cc,
+                      **({"ack_timeout": self.ack_timeout} if self.ack_timeout else {}),
                       **(extra or {})}
             for role, host, me, peer in (("sink", dst, "s", "w"), ("writer", src, "w", "s")):
                 d = self.jobs_dir(host)

@@ -214,13 +214,15 @@ def test_the_log_data_carries_window_rtt_delay_and_penalty() -> None:
 
 
 def test_profile_fields_round_trip_and_missing_fields_follow_the_scaling_rules() -> None:
-    ref = scaled(1e9, 200 * US, 4096)
+    ref = scaled(1e9, 200 * US, 4096, unmarked_last_hop=True)
     back = from_profile_fields(profile_fields(ref), 4096)
+    assert back.unmarked_last_hop
     assert back.base_rtt == pytest.approx(ref.base_rtt) and back.max_cwnd == ref.max_cwnd
     assert back.alpha == pytest.approx(ref.alpha) and back.fi == pytest.approx(ref.fi)
     assert back.link_rate_bps == pytest.approx(1e9)
     # only the network: everything else is derived from it
-    partial = from_profile_fields({"base_rtt_ns": 200_000, "max_cwnd": ref.max_cwnd}, 4096)
+    partial = from_profile_fields({"base_rtt_ns": 200_000, "max_cwnd": ref.max_cwnd,
+                                   "unmarked_last_hop": True}, 4096)
     for f in dataclasses.fields(ref):
         assert getattr(partial, f.name) == pytest.approx(getattr(ref, f.name)), f.name
     # an empty profile: the reference network
@@ -238,3 +240,30 @@ def test_the_algorithm_is_registered_under_the_profile_name() -> None:
     assert factory is not None and NSCC == "uet-1.0-nscc"
     cc = factory(CcSetup(0x10, 4096, 1 << 30, profile_fields(scaled(1e9, 200 * US))))
     assert isinstance(cc, Nscc) and cc.cwnd == round(1.5 * 1e9 / 8 * 200 * US)
+
+
+def test_with_an_unmarked_last_hop_a_delay_above_target_is_a_mark() -> None:
+    # the reference: delay 150 us >= target without ECN is a fair increase (inc only here)
+    ref = make()
+    assert sack(ref, 10, 1000, 250) == 100_000 and ref.counts["fair"] == 1
+    # MRC's last hop marks no ECN: the same SACK decreases, x (1 - 0.8 (150 - 75) / 150)
+    cc = make(unmarked_last_hop=True)
+    assert sack(cc, 10, 1000, 250) == pytest.approx(60_000)
+    assert cc.counts["delay_marked"] == 1 and cc.counts["fair"] == 0
+    assert sack(cc, 60, 1000, 250) == pytest.approx(60_000)  # once per base RTT
+    # below target it still increases proportionally (pending, no adjustment here)
+    sack(cc, 70, 1000, 150)
+    assert cc.counts["proportional"] == 1 and cc.inc > 0
+
+
+def test_the_scaling_is_the_same_per_rtt_when_time_is_stretched() -> None:
+    """Same BDP, RTT 10x longer at a 10x lower rate: every rule moves the window by the same
+    bytes per RTT (the reference's 12 us appears only as its own network's RTT)."""
+    fast, slow = scaled(1e9, 200 * US), scaled(1e8, 2000 * US)
+    assert fast.max_cwnd == slow.max_cwnd and fast.fi == pytest.approx(slow.fi)
+    # proportional increase of a window at zero delay: alpha x target = 4 sa (0.75) MTU
+    sa = 1e9 / 8 * 200 * US / 150_000
+    for p in (fast, slow):
+        assert p.alpha * p.target_delay == pytest.approx(4 * sa * 0.75 * 4096)
+    ref = scaled(100e9, 12 * US)  # on the reference network: target / 12 us exactly
+    assert ref.alpha == pytest.approx(4.0 * 1 * (9 / 12) * 4096 / (9 * US))
