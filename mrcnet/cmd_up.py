@@ -40,6 +40,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="2MiB", help="bytes per flow (default 2MiB)")
     parser.add_argument("--rate", default="100Mbps",
                         help="rate of every link (default 100Mbps; 'file' keeps the file's)")
+    parser.add_argument("--delay", default=None,
+                        help="one-way delay of every link (default: the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
     parser.add_argument("--cc", choices=["nscc", "fixed"], default="nscc",
@@ -79,7 +81,7 @@ def options(args: argparse.Namespace) -> Any:
     from mrcnet.fabric.orchestrator import RunOptions
 
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
-                      rate=None if args.rate == "file" else args.rate,
+                      rate=None if args.rate == "file" else args.rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window), cc=args.cc,
                       lb=args.lb,
                       show=not args.quiet)

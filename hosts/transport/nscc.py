@@ -30,8 +30,9 @@ the smallest sample (``max_wnd`` follows it down: 1.5 x rate x base RTT). The av
 is an EWMA (weight ``delay_ewma``); a trim counts as a sample of one base RTT of delay.
 
 Not the reference's: with ``unmarked_last_hop`` (the fabric marks no ECN on the last hop, as
-MRC switches do so that ECN means a path problem), a delay at or above target without ECN
-counts as marked. Fabric queues mark ECN below the target delay (0.2-0.8 BDP against 0.75
+MRC switches do so that ECN means a path problem), a standing delay at or above target without
+ECN counts as marked (standing: the smallest sample of the last one to two
+``base_rtt + target``, so that one late sample, e.g. a host busy for a moment, is not a mark). Fabric queues mark ECN below the target delay (0.2-0.8 BDP against 0.75
 base RTT), so such a delay is the queue at the receiver's link: an incast. The reference
 answers it with the fair increase (``fi`` per RTT, about 5 packets per sender), and its
 answers to the incast's trims (the packet's size; quick adapt only once fewer than
@@ -81,6 +82,10 @@ class Nscc:
         self.fi_count = 0  # bytes delivered with an empty path in a row (fast increase)
         self.fast = False
         self.saved_cwnd: float | None = None  # window before a receiver penalty
+        # the smallest delay in the current and the previous base_rtt + target window
+        self.win_start = float("-inf")
+        self.cur_min = 0.0
+        self.prev_min = 0.0
         # for logs and metrics
         self.last_rtt: float | None = None
         self.last_service_time = 0.0
@@ -132,7 +137,7 @@ class Nscc:
             self._bound()
             return
         target = self.p.target_delay
-        if not ecn and delay >= target and self.p.unmarked_last_hop:
+        if not ecn and self.p.unmarked_last_hop and self._standing_delay(now, delay) >= target:
             ecn = True  # the last hop's queue: the mark MRC's last hop does not set
             c["delay_marked"] += 1
         if not ecn:
@@ -190,6 +195,17 @@ class Nscc:
             self.cwnd = float(self.mtu)
         elif self.cwnd > self.max_wnd:
             self.cwnd = self.max_wnd
+
+    def _standing_delay(self, now: float, delay: float) -> float:
+        """The smallest delay of the last one to two ``base_rtt + target`` windows: a queue
+        that stands, not the jitter of one sample (a busy host, the emulation's processes)."""
+        if now - self.win_start > self.base_rtt + self.p.target_delay:
+            self.prev_min = self.cur_min
+            self.cur_min = delay
+            self.win_start = now
+        elif delay < self.cur_min:
+            self.cur_min = delay
+        return min(self.prev_min, self.cur_min)
 
     def _update_base_rtt(self, rtt: float) -> None:
         if 0 < rtt < self.base_rtt:

@@ -3,7 +3,8 @@
 Start order (each step waits for readiness with a timeout whose message names the log):
 
 1. the run folder ``results/runs/<run-id>/`` and the run's topology file (the source file with
-   ``--rate`` applied to every link, so controller thresholds match the emulated links);
+   ``--rate`` and ``--delay`` applied to every link, so controller thresholds match the
+   emulated links);
 2. Mininet: host namespaces, links, then every switch process (ready = gRPC listening);
 3. the controller with ``--switches`` (it becomes primary on every switch, pushes the
    pipeline and writes the path mode's tables before it prints ``listening on``), with
@@ -83,6 +84,7 @@ class RunOptions:
     switch: str = "embedded"
     mode: str | None = None  # default: the topology's path mode
     rate: str | None = "100Mbps"  # every link's rate (None: as in the file)
+    delay: str | None = None  # every link's one-way delay (None: as in the file)
     cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
     window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
     cc: str = "nscc"  # the workloads' congestion control: "nscc" (CC profile 1) or "fixed"
@@ -101,13 +103,15 @@ class RunOptions:
                                  "cc_log_interval": 0.01})
 
 
-def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
+def _derive_topology(source: Path, out: Path, rate: str | None, delay: str | None = None
+                     ) -> Path:
     data = yaml.safe_load(Path(source).read_text())
-    if rate:
-        data.setdefault("link_defaults", {})["rate"] = rate
-        for link in data.get("links", []):
-            if isinstance(link, dict) and "rate" in link:
-                link["rate"] = rate
+    for key, value in (("rate", rate), ("delay", delay)):
+        if value:
+            data.setdefault("link_defaults", {})[key] = value
+            for link in data.get("links", []):
+                if isinstance(link, dict) and key in link:
+                    link[key] = value
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
 
@@ -168,7 +172,7 @@ class Fabric:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
         topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
-                                     opts.rate)
+                                     opts.rate, opts.delay)
         self.topo = topo = load(str(topo_path))
         self.mode = mode = PathMode(opts.mode) if opts.mode else topo.fabric.path_mode
         self.plan = plan = make_plan(topo, mode, self.prefix)

@@ -242,17 +242,26 @@ def test_the_algorithm_is_registered_under_the_profile_name() -> None:
     assert isinstance(cc, Nscc) and cc.cwnd == round(1.5 * 1e9 / 8 * 200 * US)
 
 
-def test_with_an_unmarked_last_hop_a_delay_above_target_is_a_mark() -> None:
+def test_with_an_unmarked_last_hop_a_standing_delay_above_target_is_a_mark() -> None:
     # the reference: delay 150 us >= target without ECN is a fair increase (inc only here)
     ref = make()
     assert sack(ref, 10, 1000, 250) == 100_000 and ref.counts["fair"] == 1
-    # MRC's last hop marks no ECN: the same SACK decreases, x (1 - 0.8 (150 - 75) / 150)
+    # MRC's last hop marks no ECN: a delay that stands over two base_rtt + target windows
+    # (175 us) is its mark
     cc = make(unmarked_last_hop=True)
-    assert sack(cc, 10, 1000, 250) == pytest.approx(60_000)
-    assert cc.counts["delay_marked"] == 1 and cc.counts["fair"] == 0
-    assert sack(cc, 60, 1000, 250) == pytest.approx(60_000)  # once per base RTT
+    assert sack(cc, 10, 1000, 250) == 100_000  # one window seen: not yet standing
+    assert cc.counts["fair"] == 1 and cc.counts["delay_marked"] == 0
+    # a new window, every sample of both >= 150 us: x (1 - 0.8 (150 - 75) / 150) = 0.6
+    assert sack(cc, 200, 1000, 250) == pytest.approx(60_000)
+    assert cc.counts["delay_marked"] == 1
+    assert sack(cc, 250, 1000, 250) == pytest.approx(60_000)  # once per base RTT
+    # one sample without delay in the window: the delay does not stand, no mark
+    jitter = make(unmarked_last_hop=True)
+    for t, rtt in ((10, 250), (100, 100), (200, 250), (300, 250)):
+        sack(jitter, t, 1000, rtt)
+    assert jitter.counts["delay_marked"] == 0 and jitter.cwnd == 100_000
     # below target it still increases proportionally (pending, no adjustment here)
-    sack(cc, 70, 1000, 150)
+    sack(cc, 260, 1000, 150)
     assert cc.counts["proportional"] == 1 and cc.inc > 0
 
 
