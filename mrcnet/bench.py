@@ -31,6 +31,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                  "goodput around a spine link failure, MRC vs RC"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
     "incast": ("testbed.bench.incast_fct", "8 senders into one receiver, NSCC vs fixed window"),
+    "congested-path": ("testbed.bench.congested_path",
+                       "one spine link at a quarter rate: REPS vs plain spraying"),
+    "clos-qp": ("testbed.bench.clos_qp",
+                "one QP across clos-2p at 10 Gb/s links, NSCC vs fixed window, CPU per packet"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
 }

@@ -208,7 +208,9 @@ class Nscc:
         return min(self.prev_min, self.cur_min)
 
     def _update_base_rtt(self, rtt: float) -> None:
-        if 0 < rtt < self.base_rtt:
+        # a sample under half the profile's base RTT is a measurement error, not a shorter
+        # path (it would shrink max_wnd for good)
+        if 0.5 * self.p.base_rtt <= rtt < self.base_rtt:
             self.base_rtt = rtt
             self.max_wnd = max(float(self.mtu), 1.5 * self.rate_bps / 8 * rtt)
 

@@ -300,7 +300,7 @@ class Responder:
         off = trig - cack
         if not -0x8000 <= off <= 0x7FFF:
             off = 0
-        if self.svc:
+        if self.svc and more == 3:  # follow-ups carry the first SACK's compensated stamp
             ts = (ts + int((now - arrived) * TS_PER_SECOND)) & TS_MASK
         # One SACK per few data packets: built with object.__new__ and slot stores (no
         # __init__ frames); require_fields below keeps the stores complete.
