@@ -33,6 +33,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "incast": ("testbed.bench.incast_fct", "8 senders into one receiver, NSCC vs fixed window"),
     "congested-path": ("testbed.bench.congested_path",
                        "one spine link at a quarter rate: REPS vs plain spraying"),
+    "backpressure": ("testbed.bench.host_backpressure",
+                     "which signal of a throttled receiver tracks its congestion"),
     "clos-qp": ("testbed.bench.clos_qp",
                 "one QP across clos-2p at 10 Gb/s links, NSCC vs fixed window, CPU per packet"),
     "collective": ("testbed.bench.collective_vs_model",

@@ -351,7 +351,7 @@ class Agent:
                 offset = now - w
                 stamps = port.stamps
                 if stamps[0] > 0.0:
-                    waits.observe(w - stamps[0])
+                    waits.observe(w - stamps[0], w - stamps[n - 1], n)
                 budget -= n
                 busy = n == port.batch
                 views = port.views
@@ -384,8 +384,9 @@ class Agent:
                     views = port.views
                     lengths = port.lengths
                     stamps = port.stamps
-                    if counts[index] and stamps[0] > 0.0:
-                        waits.observe(w - stamps[0])
+                    nrx = counts[index]
+                    if nrx and stamps[0] > 0.0:
+                        waits.observe(w - stamps[0], w - stamps[nrx - 1], nrx)
                     for i in (range(counts[index]) if router is None
                               else self._route_batch(router, views, lengths, counts[index])):
                         st = stamps[i]

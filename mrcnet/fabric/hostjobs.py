@@ -7,7 +7,8 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 
 - ``sink``: registers ``size`` bytes, posts one receive, publishes its QP out of band
   (``OOB/<name>.json``), waits for the writer's final WriteImm, then reports the SHA-256 of
-  its buffer (the orchestrator compares it with an independent hash of the pattern).
+  its buffer (the orchestrator compares it with an independent hash of the pattern). With
+  ``throttle`` it also runs a CPU-hogging consumer for a while (host-side congestion).
 - ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
   ``depth`` outstanding, the last one a WriteImm.
 
@@ -103,6 +104,40 @@ def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
         time.sleep(POLL_S)
 
 
+class _Throttle:
+    """A consumer that hogs this process's CPU for a while (``{"after", "seconds", "burst",
+    "gap"}`` in seconds): work in bursts of ``burst`` that hold the interpreter lock (a
+    C-level sort, which never yields it), ``gap`` apart. The agent's loop shares the process,
+    so frames wait in the socket meanwhile: host-side congestion, as a slow application on
+    the receiving host makes it (the backpressure tests and docs/transport.md use it)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.after = float(spec.get("after", 0.0))
+        self.seconds = float(spec.get("seconds", 1.0))
+        self.burst = float(spec.get("burst", 0.02))
+        self.gap = float(spec.get("gap", 0.005))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="throttle", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._stop.wait(self.after):
+            return
+        items = list(range(1 << 16, 0, -1))
+        t0 = time.monotonic()
+        sorted(items)
+        n = max(1, round(self.burst / max(1e-6, time.monotonic() - t0) * len(items)))
+        work = list(range(n, 0, -1))  # sorted() of it holds the lock for about ``burst``
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end and not self._stop.is_set():
+            sorted(work)
+            self._stop.wait(self.gap)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
+
+
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     if job["role"] == "collective":
         from mrcnet.fabric.collective_job import run_collective_job
@@ -132,8 +167,11 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
                attr)
     start = time.monotonic()
     if not writer:
+        hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         wcs = cq.wait(1, timeout)
         elapsed = time.monotonic() - start
+        if hog is not None:
+            hog.stop()
         ok = bool(wcs) and wcs[0].status == WcStatus.SUCCESS
         return {"bytes": size if ok else 0, "seconds": elapsed,
                 "sha256": hashlib.sha256(buf).hexdigest() if ok else "",

@@ -60,6 +60,7 @@ CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fi
 LB_CHOICES = ("rotation", "reps", "bitmap")  # RunOptions.lb: the EV profile's spraying policy
 
 
+METRICS_INTERVAL = 0.5  # s between the agents' qlog metrics (what the live view reads)
 ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
 MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
 
@@ -294,6 +295,7 @@ class Fabric:
             "srv6_templates": h.srv6_templates,
             "mtu": self.plan.topo.fabric.mtu,
             "qlog_dir": str(self.run_dir / "qlog"),
+            "metrics_interval": METRICS_INTERVAL,
             "cc_window": self.opts.window,
             "core": core,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",

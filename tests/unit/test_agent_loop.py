@@ -646,23 +646,37 @@ def test_the_receive_wait_becomes_the_hosts_penalty_and_its_restore() -> None:
 
     w = RxWait(low=0.005, high=0.015)
     for _ in range(40):
-        w.observe(0.001)
+        w.observe(0.001, 0.001, 64)
     assert not w.update() and w.penalty == 0  # below low: nothing changes
     for _ in range(80):
-        w.observe(0.010)  # the average converges to 10 ms: halfway between low and high
+        w.observe(0.015, 0.005, 64)  # frames waited 10 ms on average: halfway to high
     assert w.update()
     assert w.penalty == 64 and not w.restore  # ceil(127 x 5 / 10)
     for _ in range(80):
-        w.observe(0.030)
+        w.observe(0.030, 0.030, 64)
     w.update()
     assert w.penalty == 127  # capped
     for _ in range(80):
-        w.observe(0.0)
+        w.observe(0.0, 0.0, 64)
     assert w.update() and (w.penalty, w.restore) == (0, True)  # over: restore
     assert not w.update()  # unchanged
     window = w.window()
-    assert window["rx_wait_max"] == 0.030 and window["batches"] == 280
+    assert window["rx_wait_max"] == 0.030 and window["frames"] == 280 * 64
     assert RxWait(0.0, 0.0).update() is False  # disabled
+
+
+def test_the_wait_is_averaged_over_frames_not_batches() -> None:
+    """A host that stalls: one big batch whose frames waited, then many one-frame batches
+    read at once; the average follows the frames (most waited), not the batch count."""
+    from hosts.agent.backpressure import RxWait
+
+    w = RxWait(low=0.005, high=0.05)
+    for _ in range(40):  # per stall: 60 frames waited 20 .. 0 ms, then 27 single frames
+        w.observe(0.020, 0.0, 60)
+        for _ in range(27):
+            w.observe(0.0)
+    assert 0.005 < w.avg < 0.010  # per frame: 60 x 10 ms / 87 = 6.9 ms
+    assert w.update() and w.penalty > 0
 
 
 def test_a_penalty_change_goes_to_the_core_and_the_qlog(tmp_path: Path) -> None:
@@ -672,11 +686,9 @@ def test_a_penalty_change_goes_to_the_core_and_the_qlog(tmp_path: Path) -> None:
     core = _ArrivalCore()
     agent = Agent(cfg, core, monitor_links=False, ports=[b])
     try:
-        for _ in range(100):
-            agent.rx_wait.observe(0.04)
+        agent.rx_wait.observe(0.04, 0.04, 1000)
         agent._iteration([], agent.now())
-        for _ in range(100):
-            agent.rx_wait.observe(0.0)
+        agent.rx_wait.observe(0.0, 0.0, 1000)
         agent._iteration([], agent.now())
     finally:
         agent.stop()
