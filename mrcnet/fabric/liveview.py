@@ -7,7 +7,9 @@
   ports, i.e. what crossed the last emulated link; includes headers and retransmissions);
 - ``drops`` (tail + down + random-loss drops, both directions, all ports), ``trims`` and
   ``ecn`` (per-queue counters), all as totals since the start;
-- ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``).
+- ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``);
+- ``cc``: the QPs' congestion control from their qlog samples (``QpTail``: window min/mean/
+  max, smoothed RTT, ECN-marked SACKs, largest receiver penalty), when a qlog folder is given.
 
 ``EvTracker`` consumes the controller's EV event stream (agents' datapath transitions) and
 keeps the latest state of every (host, QP, EV) plus a timeline. With ``show=True`` one
@@ -20,9 +22,11 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from common.proto import mrc_ctl_pb2 as pb
+from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
 
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
@@ -74,14 +78,17 @@ class Sample:
     ecn: int
     ev_bad: int
     plane_bytes: list[int]  # totals since the switches started (rates above are per window)
+    cc: dict[str, float] = field(default_factory=dict)  # QpTail.summary()
 
 
 class StatsSampler:
     """Periodic switch counters -> samples (a daemon thread; ``stop()`` idempotent)."""
 
     def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
-                 interval: float = 0.5, show: bool = False) -> None:
+                 interval: float = 0.5, show: bool = False, qlog_dir: Path | None = None
+                 ) -> None:
         self.topo = topo
+        self.qps = QpTail(qlog_dir) if qlog_dir is not None else None
         self.addresses = addresses
         self.tracker = tracker
         self.interval = interval
@@ -168,10 +175,20 @@ class StatsSampler:
         dt = max(1e-6, now - last[0])
         bps = [(b - a) * 8 / dt for a, b in zip(last[1], delivered)]
         bad = self.tracker.counts().get("ASSUMED_BAD", 0)
-        s = Sample(now, bps, drops, trims, ecn, bad, list(delivered))
+        cc: dict[str, float] = {}
+        if self.qps is not None:
+            self.qps.poll()
+            cc = self.qps.summary()
+        s = Sample(now, bps, drops, trims, ecn, bad, list(delivered), cc)
         self.samples.append(s)
         if self.show:
             planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
+            cc_txt = ""
+            if cc:
+                cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
+                          f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
+                          f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
+                          f"pen {cc['penalty_max']:.0f}")
             print(f"[{now:6.1f}s] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
-                  f"trims {trims} ecn {ecn}", file=sys.stderr, flush=True)
+                  f"trims {trims} ecn {ecn}{cc_txt}", file=sys.stderr, flush=True)
         return s

@@ -198,7 +198,7 @@ class Fabric:
         addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
         if not self.circuit:  # the live view samples packet switches' per-plane counters
             self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                        show=opts.show)
+                                        show=opts.show, qlog_dir=self.run_dir / "qlog")
             self.sampler.start()
         self._write_state("running")
         self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
