@@ -44,13 +44,13 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="one-way delay of every link (default: the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
-    parser.add_argument("--cc", choices=["nscc", "fixed"], default="nscc",
-                        help="congestion control of the workloads' QPs: NSCC (the run's CC "
-                             "profile 1, default) or the fixed window (--window)")
-    parser.add_argument("--lb", choices=["rotation", "reps", "bitmap"], default="reps",
-                        help="load balancing over the EVs (the run's EV profile): REPS "
-                             "(recycle EVs that came back unmarked, default), the fixed "
-                             "rotation, or the bitmap penalty")
+    parser.add_argument("--cc", choices=["nscc", "fixed"], default="fixed",
+                        help="congestion control of the workloads' QPs: the fixed window "
+                             "(--window, default) or NSCC (the run's CC profile 1)")
+    parser.add_argument("--lb", choices=["rotation", "reps", "bitmap"], default="rotation",
+                        help="load balancing over the EVs (the run's EV profile): the fixed "
+                             "rotation (default), REPS (recycle EVs that came back unmarked) "
+                             "or the bitmap penalty")
     parser.add_argument("--window", default="64KiB",
                         help="bytes in flight per QP with --cc fixed")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
