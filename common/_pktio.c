@@ -5,11 +5,13 @@
  * buffers are held (Py_buffer exports) while the GIL is released around the system call, so
  * another thread can neither free nor resize them meanwhile.
  *
- *   recv_into(fd, buf, stride, size, lengths, limit) -> int
+ *   recv_into(fd, buf, stride, size, lengths, limit[, stamps]) -> int
  *       Frame i lands in buf[i*stride : i*stride+size] (truncated to size <= stride bytes, as
  *       recv_into does); lengths[i] (a list) gets its length. Returns how many arrived (0: none
  *       ready). A stride of an odd number of cache lines keeps the slots from mapping to the
- *       same cache sets (a 64 KiB stride made the copies twice as slow).
+ *       same cache sets (a 64 KiB stride made the copies twice as slow). With stamps (a list),
+ *       stamps[i] gets the kernel's receive time of frame i (SO_TIMESTAMPNS, which the caller
+ *       enabled on the socket) in seconds of CLOCK_REALTIME, 0.0 when the frame has none.
  *   recv_bytes(fd, buf, stride, size, limit) -> list[bytes]
  *       The same with buf as scratch space, each frame copied out into its own bytes object.
  *   send(fd, frames, lengths, start, count) -> (sent, sent_bytes, errno)
@@ -35,21 +37,27 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #define PKTIO_MAX_BATCH 1024 /* UIO_MAXIOV: the kernel's own cap on one *mmsg call */
 
 #define PKTIO_SMALL 64 /* batches up to this size use arrays on the stack, no allocation */
 
+#define PKTIO_CTRL CMSG_SPACE(sizeof(struct timespec)) /* one SCM_TIMESTAMPNS per frame */
+
 typedef struct {
     struct mmsghdr *msgs;
     struct iovec *iov;
+    char *ctrl; /* PKTIO_CTRL bytes per message when timestamps are wanted, else NULL */
     struct mmsghdr small_msgs[PKTIO_SMALL];
     struct iovec small_iov[PKTIO_SMALL];
+    char small_ctrl[PKTIO_SMALL * PKTIO_CTRL] __attribute__((aligned(8)));
 } msgvec;
 
 static void msgvec_init(msgvec *v) {
     v->msgs = NULL;
     v->iov = NULL;
+    v->ctrl = NULL;
 }
 
 static int msgvec_alloc(msgvec *v, Py_ssize_t n) {
@@ -75,11 +83,44 @@ static int msgvec_alloc(msgvec *v, Py_ssize_t n) {
     return 0;
 }
 
+/* Give every message a control buffer for its receive timestamp. */
+static int msgvec_ctrl(msgvec *v, Py_ssize_t n) {
+    if (n <= PKTIO_SMALL) {
+        v->ctrl = v->small_ctrl;
+    } else {
+        v->ctrl = PyMem_Calloc((size_t)n, PKTIO_CTRL);
+        if (v->ctrl == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v->msgs[i].msg_hdr.msg_control = v->ctrl + i * PKTIO_CTRL;
+        v->msgs[i].msg_hdr.msg_controllen = PKTIO_CTRL;
+    }
+    return 0;
+}
+
+/* The SCM_TIMESTAMPNS of a received message in seconds, 0.0 when it has none. */
+static double msg_stamp(struct msghdr *m) {
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+        }
+    }
+    return 0.0;
+}
+
 static void msgvec_free(msgvec *v) {
     if (v->msgs != v->small_msgs)
         PyMem_Free(v->msgs);
     if (v->iov != v->small_iov)
         PyMem_Free(v->iov);
+    if (v->ctrl != NULL && v->ctrl != v->small_ctrl)
+        PyMem_Free(v->ctrl);
 }
 
 /* Common argument checks of the receive functions; returns the batch size or -1. */
@@ -122,6 +163,8 @@ static int rx_call(int fd, Py_buffer *buf, Py_ssize_t stride, Py_ssize_t size, P
         v->iov[i].iov_base = base + i * stride;
         v->iov[i].iov_len = (size_t)size;
         v->msgs[i].msg_len = 0;
+        if (v->ctrl != NULL)
+            v->msgs[i].msg_hdr.msg_controllen = PKTIO_CTRL;
     }
     for (;;) {
         int got;
@@ -150,9 +193,9 @@ static PyObject *pktio_recv_into(PyObject *self, PyObject *args) {
     int fd;
     Py_buffer buf;
     Py_ssize_t stride, size, limit;
-    PyObject *lengths;
-    if (!PyArg_ParseTuple(args, "iw*nnO!n:recv_into", &fd, &buf, &stride, &size, &PyList_Type,
-                          &lengths, &limit))
+    PyObject *lengths, *stamps = NULL;
+    if (!PyArg_ParseTuple(args, "iw*nnO!n|O!:recv_into", &fd, &buf, &stride, &size, &PyList_Type,
+                          &lengths, &limit, &PyList_Type, &stamps))
         return NULL;
     PyObject *result = NULL;
     msgvec v;
@@ -160,9 +203,9 @@ static PyObject *pktio_recv_into(PyObject *self, PyObject *args) {
     Py_ssize_t n = rx_batch(fd, &buf, stride, size, limit);
     if (n < 0)
         goto done;
-    if (n > PyList_GET_SIZE(lengths)) {
-        PyErr_Format(PyExc_ValueError, "lengths holds %zd entries, limit is %zd",
-                     PyList_GET_SIZE(lengths), n);
+    if (n > PyList_GET_SIZE(lengths) || (stamps != NULL && n > PyList_GET_SIZE(stamps))) {
+        PyErr_Format(PyExc_ValueError, "lengths (%zd) and stamps hold fewer entries than limit "
+                     "%zd", PyList_GET_SIZE(lengths), n);
         goto done;
     }
     if (n == 0) {
@@ -171,9 +214,24 @@ static PyObject *pktio_recv_into(PyObject *self, PyObject *args) {
     }
     if (msgvec_alloc(&v, n) < 0)
         goto done;
+    if (stamps != NULL && msgvec_ctrl(&v, n) < 0)
+        goto done;
     int got = rx_call(fd, &buf, stride, size, n, &v);
     if (got < 0)
         goto done;
+    if (stamps != NULL) {
+        for (int i = 0; i < got; i++) {
+            PyObject *value = PyFloat_FromDouble(msg_stamp(&v.msgs[i].msg_hdr));
+            if (value == NULL)
+                goto done;
+            if (i >= PyList_GET_SIZE(stamps)) { /* shrank while the GIL was released */
+                Py_DECREF(value);
+                PyErr_SetString(PyExc_RuntimeError, "stamps list shrank during recv_into");
+                goto done;
+            }
+            PyList_SetItem(stamps, i, value); /* steals the reference */
+        }
+    }
     for (int i = 0; i < got; i++) {
         unsigned int len = v.msgs[i].msg_len;
         if ((Py_ssize_t)len > size)
@@ -430,7 +488,8 @@ out:
 
 static PyMethodDef pktio_methods[] = {
     {"recv_into", pktio_recv_into, METH_VARARGS,
-     "recv_into(fd, buf, stride, size, lengths, limit) -> int: one recvmmsg into buffer slots."},
+     "recv_into(fd, buf, stride, size, lengths, limit[, stamps]) -> int: one recvmmsg into "
+     "buffer slots (stamps: the kernel's receive times)."},
     {"recv_bytes", pktio_recv_bytes, METH_VARARGS,
      "recv_bytes(fd, scratch, stride, size, limit) -> list[bytes]: one recvmmsg, frames copied "
      "out."},

@@ -15,6 +15,8 @@ used when the extension is not built or ``MRCNET_PURE_PYTHON=1``). Both behave t
   counted drop and sending goes on with the next frame; any other errno (EBADF: the socket
   was closed) raises ``SendError`` carrying what had been sent.
 - A closed socket (``fileno() == -1``) raises OSError(EBADF), never crashes.
+- Receive can also return the kernel's receive time of every frame (``SO_TIMESTAMPNS``): the
+  host agent measures how long frames waited before it handled them.
 
 Buffers passed in are held for the duration of a call; do not share one ``RxBuffers``
 between threads.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import errno
 import mmap
 import socket
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -36,6 +39,8 @@ Buffer = bytes | bytearray | memoryview
 _c = cext.load("common._pktio")
 
 MAX_BATCH = 1024  # the kernel's cap on one recvmmsg/sendmmsg (UIO_MAXIOV)
+SO_TIMESTAMPNS = 35  # SOL_SOCKET option (and SCM type): receive times as struct timespec
+_CTRL_SPACE = socket.CMSG_SPACE(16)  # one struct timespec
 DROP_ERRNOS: frozenset[int] = frozenset(
     {errno.ENOBUFS, errno.EAGAIN, errno.ENETDOWN, errno.ENXIO, errno.EMSGSIZE}
 )
@@ -115,15 +120,56 @@ class RxBuffers:
             return self.nframes
         return max(0, min(limit, self.nframes))
 
-    def recv(self, sock: _Sock, limit: int | None = None) -> int:
-        """Receive up to ``limit`` frames (default: all slots) into the slots; how many came."""
+    def recv(self, sock: _Sock, limit: int | None = None, stamps: list[float] | None = None
+             ) -> int:
+        """Receive up to ``limit`` frames (default: all slots) into the slots; how many came.
+
+        With ``stamps`` (a list of at least ``limit`` entries), ``stamps[i]`` gets the kernel's
+        receive time of frame i (``SO_TIMESTAMPNS``, which the caller enables on the socket;
+        seconds of CLOCK_REALTIME, 0.0 when the frame carries none)."""
         n = self._limit(limit)
         fd = _check_open(sock)
+        if stamps is not None and len(stamps) < n:
+            raise ValueError(f"stamps holds {len(stamps)} entries, limit is {n}")
         if self._c is not None:
-            return int(
-                self._c.recv_into(fd, self.buf, self.stride, self.frame_size, self.lengths, n)
-            )
+            if stamps is None:
+                return int(
+                    self._c.recv_into(fd, self.buf, self.stride, self.frame_size, self.lengths, n)
+                )
+            return int(self._c.recv_into(fd, self.buf, self.stride, self.frame_size,
+                                         self.lengths, n, stamps))
+        if stamps is not None:
+            return self._recv_stamped_py(sock, n, stamps)
         return self._recv_py(sock, n)
+
+    def _recv_stamped_py(self, sock: _Sock, n: int, stamps: list[float]) -> int:
+        """The reference with timestamps: one recvmsg_into per frame, the SCM_TIMESTAMPNS
+        control message read back (same stopping rules as ``_recv_py``)."""
+        if self._pending is not None:
+            exc, self._pending = self._pending, None
+            raise exc
+        views, lengths = self.views, self.lengths
+        recvmsg_into = sock.recvmsg_into  # type: ignore[attr-defined]
+        got = 0
+        while got < n:
+            try:
+                size, ancdata, _flags, _addr = recvmsg_into([views[got]], _CTRL_SPACE,
+                                                            socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                if got == 0:
+                    raise
+                self._pending = exc
+                break
+            lengths[got] = size
+            stamps[got] = 0.0
+            for level, kind, data in ancdata:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                    sec, nsec = struct.unpack_from("qq", data)
+                    stamps[got] = sec + nsec * 1e-9
+            got += 1
+        return got
 
     def recv_bytes(self, sock: _Sock, limit: int | None = None) -> list[bytes]:
         """Receive up to ``limit`` frames and return them as bytes objects (copies)."""

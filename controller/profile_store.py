@@ -5,8 +5,8 @@ Requirements: EV format to OFFLINE needs a mode, to ONLINE field widths. EV prof
 needs a mode (and, unless AUTO, a format profile and an EV count; GEN also fields); to ONLINE
 the min-active count and the event mask, a fully populated array (EXP) and an ONLINE format
 profile. CC profile to OFFLINE needs the algorithm, to ONLINE the NSCC configuration.
-ONLINE profiles may change their event mask, EV array (REPLACE_EV), EV states, fields and
-CC configuration (the device advertises *_PROFILE_MODIFY_ONLINE).
+ONLINE profiles may change their event mask, EV array (REPLACE_EV), EV states, fields, load
+balancing policy (``lb_policy``: rotation, reps, bitmap) and CC configuration (the device advertises *_PROFILE_MODIFY_ONLINE).
 
 Each modify works on a copy and commits only when the whole request is valid; it returns the
 messages the controller must send to every agent (profile now ONLINE or changed, profile
@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from common.evgen import GenField, gen_array
+from common.nscc import profile_fields, scaled
 from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import busy, invalid, not_found
 
 NSCC = "uet-1.0-nscc"
 CC_ALGORITHMS = (NSCC,)
+LB_POLICIES = ("rotation", "reps", "bitmap")  # EV profile lb_policy (agents' spraying policies)
 MAX_FMT_PROFILES = 16
 MAX_EV_PROFILES = 64
 MAX_CC_PROFILES = 64
@@ -273,6 +276,11 @@ class ProfileStore:
             del p.event_states[:]
             p.event_states.extend(sorted(set(states)))
             rec.event_mask_set = True
+        if req.HasField("lb_policy"):
+            if req.lb_policy not in LB_POLICIES:
+                raise invalid(f"EV profile {pid}: lb_policy must be one of "
+                              f"{', '.join(LB_POLICIES)}, got {req.lb_policy!r}")
+            p.lb_policy = req.lb_policy
         if req.HasField("fields"):
             if p.mode != pb.EV_MODE_GEN:
                 raise invalid(f"EV profile {pid}: fields apply to GEN profiles only")
@@ -298,7 +306,7 @@ class ProfileStore:
         if target == pb.PROFILE_ONLINE:
             changed = (
                 old_state != pb.PROFILE_ONLINE
-                or any(req.HasField(f) for f in ("event_mask", "fields"))
+                or any(req.HasField(f) for f in ("event_mask", "fields", "lb_policy"))
                 or (req.HasField("ev_op") and req.ev_op.op == pb.REPLACE_EV)
             )
             if changed:
@@ -600,33 +608,15 @@ def validate_nscc(pid: int, c: pb.NsccConfig) -> None:
 
 
 def nscc_defaults(
-    rate_bps: float, base_rtt_s: float, mtu: int = 4096, trimming: bool = True
+    rate_bps: float, base_rtt_s: float, mtu: int = 4096, trimming: bool = True,
+    unmarked_last_hop: bool = True,
 ) -> pb.NsccConfig:
-    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (reference/nscc.md).
+    """NSCC parameters scaled from the 100 Gb/s x 12 us reference (common/nscc.py), for this
+    controller's fabrics, whose last hops mark no ECN (MRC) unless ``unmarked_last_hop`` is
+    False.
 
     ``alpha`` is per nanosecond of delay below target (delays are carried in ns).
     """
-    if rate_bps <= 0 or base_rtt_s <= 0:
-        raise ValueError("rate and base RTT must be positive")
-    bdp = rate_bps / 8 * base_rtt_s
-    target = (0.75 if trimming else 1.0) * base_rtt_s
-    scaling_a = bdp / 150_000
-    scaling_b = target / 12e-6
-    target_ns = target * 1e9
-    return pb.NsccConfig(
-        disable_qa=False,
-        adjust_bytes_threshold=8 * mtu,
-        adjust_period_threshold_ns=round(base_rtt_s * 1e9),
-        base_rtt_ns=round(base_rtt_s * 1e9),
-        eta=0.15 * mtu * scaling_a,
-        fi=5 * mtu * scaling_a,
-        fi_scale=0.25 * scaling_a,
-        gamma=0.8,
-        max_md_jump=0.5,
-        max_cwnd=max(mtu, round(1.5 * bdp)),
-        qa_gate=3,
-        qa_threshold_ns=round(4 * target_ns),
-        target_delay_ns=round(target_ns),
-        alpha=4.0 * scaling_a * scaling_b * mtu / target_ns,
-        mtu=mtu,
-    )
+    fields: dict[str, Any] = profile_fields(scaled(rate_bps, base_rtt_s, mtu, trimming,
+                                                   unmarked_last_hop))
+    return pb.NsccConfig(**fields)

@@ -494,7 +494,7 @@ class Context:
         return MR(self, self._call(self._core.register_mr, buf, access))
 
     def create_qp_hint(self, flags: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
-                       ) -> QpHint:
+                       | QpHintFlag.SVC_TIME) -> QpHint:
         return QpHint(self, QpHintFlag(flags))
 
     def create_qp(self, init: QpInitAttr) -> QP:

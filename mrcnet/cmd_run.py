@@ -65,7 +65,8 @@ def attach(args: argparse.Namespace) -> int:
     # The running fabric's clock: job timeouts and the results are in its seconds.
     clock = RunClock(float(str(info.get("tdf", 1.0))),
                      float(str(info["clock_epoch"])) if "clock_epoch" in info else None)
-    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])), clock)
+    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])), clock,
+                            cc_profile=int(str(info.get("cc_profile", 0))))
     runner.count = len(list((run_dir / "jobs").glob("*/*-writer.job.json"))) + 1000
     try:
         wl = runner.submit(args.workload, parse_size(args.size), args.qp,

@@ -45,10 +45,20 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", default=None,
                         help="rate of every link (default 100Mbps, circuit fabrics 20Mbps: "
                              "what the 2-core emulation sustains; 'file' keeps the file's)")
+    parser.add_argument("--delay", default=None,
+                        help="one-way delay of every link (default: the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
+    parser.add_argument("--cc", choices=["nscc", "fixed"], default="fixed",
+                        help="congestion control of the workloads' QPs: the fixed window "
+                             "(--window, default) or NSCC (the run's CC profile 1)")
+    parser.add_argument("--lb", choices=["rotation", "reps", "bitmap"], default="rotation",
+                        help="load balancing over the EVs (the run's EV profile): the fixed "
+                             "rotation (default), REPS (recycle EVs that came back unmarked) "
+                             "or the bitmap penalty")
     parser.add_argument("--window", default=None,
-                        help="bytes in flight per QP (default 64KiB, circuit fabrics 128KiB)")
+                        help="bytes in flight per QP with --cc fixed (default 64KiB, circuit "
+                             "fabrics 128KiB)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds a workload round may take (default 120)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
@@ -113,8 +123,9 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     tdf = parse_tdf(args.tdf, args.switch)
     rate = args.rate or DEFAULTS[kind][0]
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
-                      rate=None if rate == "file" else rate,
+                      rate=None if rate == "file" else rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
+                      cc=args.cc, lb=args.lb,
                       show=not args.quiet, tdf=1.0 if tdf is None else tdf,
                       pcap=getattr(args, "pcap", False))
 

@@ -16,7 +16,7 @@ import grpc
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
 from switch.dataplane import Dataplane
-from switch.traffic import DirectionStats, LinkConfig
+from switch.traffic import WAIT_BUCKET_S, DirectionStats, LinkConfig
 
 T = TypeVar("T")
 
@@ -48,6 +48,8 @@ def _direction(st: DirectionStats, depth: Callable[[int], tuple[int, int]]) -> p
         pkts, nbytes = depth(prio)
         msg.queues.add(
             priority=prio,
+            wait_hist=q.wait_hist,
+            wait_bucket_s=WAIT_BUCKET_S,
             packets=q.packets,
             bytes=q.bytes,
             drops=q.drops,

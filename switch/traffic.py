@@ -112,9 +112,16 @@ def parse_link_spec(spec: str, base: LinkConfig | None = None) -> LinkConfig:
     return (base or LinkConfig()).updated(**changes)
 
 
+WAIT_BUCKET_S = 50e-6  # width of one bucket of the queueing-delay histogram
+WAIT_BUCKETS = 4096  # 0 .. 205 ms; the last bucket also holds everything longer
+_PER_BUCKET = 1.0 / WAIT_BUCKET_S
+
+
 @dataclass(slots=True)
 class QueueStats:
-    """Counters of one queue. ``packets``/``bytes`` are transmitted ones."""
+    """Counters of one queue. ``packets``/``bytes`` are transmitted ones; ``wait_hist[i]``
+    counts the transmitted packets that waited ``[i, i+1) x WAIT_BUCKET_S`` in the queue
+    (arrival to the start of their transmission)."""
 
     packets: int = 0
     bytes: int = 0
@@ -123,6 +130,7 @@ class QueueStats:
     ecn_marks: int = 0  # CE-marked packets enqueued here
     max_depth_pkts: int = 0
     max_depth_bytes: int = 0
+    wait_hist: dict[int, int] = field(default_factory=dict)  # bucket -> packets (sparse)
 
 
 @dataclass(slots=True)
@@ -337,7 +345,7 @@ class Shaper:
                         chosen = prio
                         break
             q = queues[chosen]
-            _arrival, data = q.popleft()
+            arrival, data = q.popleft()
             if not q:
                 self.busy &= ~(1 << chosen)
             size = len(data)
@@ -346,6 +354,11 @@ class Shaper:
             qs = self.stats.queues[chosen]
             qs.packets += 1
             qs.bytes += size
+            bucket = int((t - arrival) * _PER_BUCKET)
+            if bucket >= WAIT_BUCKETS:
+                bucket = WAIT_BUCKETS - 1
+            hist = qs.wait_hist
+            hist[bucket] = hist.get(bucket, 0) + 1
             self.wire_free_at = end = t + (size + self._overhead) * self._bit_time
             if self._loss and self._rng.random() < self._loss:
                 self.stats.loss_drops += 1

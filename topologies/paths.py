@@ -101,10 +101,17 @@ def base_rtt(topo: Topology) -> float:
     """
     if topo.fabric.base_rtt_s is not None:
         return topo.fabric.base_rtt_s
-    hosts = topo.hosts
-    if not hosts:
+    if not topo.hosts:
         return max(2 * link_cost(topo, link.a.node, link.a.port) for link in topo.links)
-    worst = 0.0
+    return farthest_pair(topo)[2]
+
+
+@cache
+def farthest_pair(topo: Topology) -> tuple[str, str, float]:
+    """(source, destination, RTT): the host pair whose longest shortest path has the largest
+    unloaded RTT of an MTU packet (the first such pair in declaration order)."""
+    hosts = topo.hosts
+    best = ("", "", -1.0)
     for plane in range(topo.fabric.planes):
         for dst in hosts:
             table = next_hops(topo, plane, dst.name)
@@ -127,5 +134,7 @@ def base_rtt(topo: Topology) -> float:
                 if src.name == dst.name:
                     continue
                 sw, _ = attached_switch(topo, src.name, plane)
-                worst = max(worst, link_cost(topo, src.name, plane) + cost(sw))
-    return worst
+                rtt = link_cost(topo, src.name, plane) + cost(sw)
+                if rtt > best[2]:
+                    best = (src.name, dst.name, rtt)
+    return best

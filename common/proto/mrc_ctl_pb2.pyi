@@ -272,7 +272,7 @@ class EvOp(_message.Message):
     def __init__(self, op: _Optional[_Union[EvOpType, str]] = ..., entries: _Optional[_Iterable[_Union[EvOpEntry, _Mapping]]] = ...) -> None: ...
 
 class EvProfile(_message.Message):
-    __slots__ = ("id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_states", "fields", "evs", "denied", "fmt_mode")
+    __slots__ = ("id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_states", "fields", "evs", "denied", "fmt_mode", "lb_policy")
     ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -284,6 +284,7 @@ class EvProfile(_message.Message):
     EVS_FIELD_NUMBER: _ClassVar[int]
     DENIED_FIELD_NUMBER: _ClassVar[int]
     FMT_MODE_FIELD_NUMBER: _ClassVar[int]
+    LB_POLICY_FIELD_NUMBER: _ClassVar[int]
     id: int
     state: ProfileState
     mode: EvMode
@@ -295,10 +296,11 @@ class EvProfile(_message.Message):
     evs: _containers.RepeatedCompositeFieldContainer[Ev]
     denied: _containers.RepeatedCompositeFieldContainer[Ev]
     fmt_mode: EvFmtMode
-    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_states: _Optional[_Iterable[_Union[EvState, str]]] = ..., fields: _Optional[_Iterable[_Union[EvField, _Mapping]]] = ..., evs: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., fmt_mode: _Optional[_Union[EvFmtMode, str]] = ...) -> None: ...
+    lb_policy: str
+    def __init__(self, id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_states: _Optional[_Iterable[_Union[EvState, str]]] = ..., fields: _Optional[_Iterable[_Union[EvField, _Mapping]]] = ..., evs: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., denied: _Optional[_Iterable[_Union[Ev, _Mapping]]] = ..., fmt_mode: _Optional[_Union[EvFmtMode, str]] = ..., lb_policy: _Optional[str] = ...) -> None: ...
 
 class ModifyEvProfileRequest(_message.Message):
-    __slots__ = ("profile_id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_mask", "fields", "ev_op")
+    __slots__ = ("profile_id", "state", "mode", "fmt_profile_id", "ev_count", "ev_min_active", "event_mask", "fields", "ev_op", "lb_policy")
     PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
@@ -308,6 +310,7 @@ class ModifyEvProfileRequest(_message.Message):
     EVENT_MASK_FIELD_NUMBER: _ClassVar[int]
     FIELDS_FIELD_NUMBER: _ClassVar[int]
     EV_OP_FIELD_NUMBER: _ClassVar[int]
+    LB_POLICY_FIELD_NUMBER: _ClassVar[int]
     profile_id: int
     state: ProfileState
     mode: EvMode
@@ -317,7 +320,8 @@ class ModifyEvProfileRequest(_message.Message):
     event_mask: EventMask
     fields: EvFields
     ev_op: EvOp
-    def __init__(self, profile_id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_mask: _Optional[_Union[EventMask, _Mapping]] = ..., fields: _Optional[_Union[EvFields, _Mapping]] = ..., ev_op: _Optional[_Union[EvOp, _Mapping]] = ...) -> None: ...
+    lb_policy: str
+    def __init__(self, profile_id: _Optional[int] = ..., state: _Optional[_Union[ProfileState, str]] = ..., mode: _Optional[_Union[EvMode, str]] = ..., fmt_profile_id: _Optional[int] = ..., ev_count: _Optional[int] = ..., ev_min_active: _Optional[int] = ..., event_mask: _Optional[_Union[EventMask, _Mapping]] = ..., fields: _Optional[_Union[EvFields, _Mapping]] = ..., ev_op: _Optional[_Union[EvOp, _Mapping]] = ..., lb_policy: _Optional[str] = ...) -> None: ...
 
 class ModifyEvProfileResponse(_message.Message):
     __slots__ = ("profile",)
@@ -342,7 +346,7 @@ class QueryEvProfileResponse(_message.Message):
     def __init__(self, profile: _Optional[_Union[EvProfile, _Mapping]] = ..., results: _Optional[_Iterable[_Union[EvOpEntry, _Mapping]]] = ...) -> None: ...
 
 class NsccConfig(_message.Message):
-    __slots__ = ("disable_qa", "adjust_bytes_threshold", "adjust_period_threshold_ns", "base_rtt_ns", "eta", "fi", "fi_scale", "gamma", "max_md_jump", "max_cwnd", "qa_gate", "qa_threshold_ns", "target_delay_ns", "alpha", "mtu")
+    __slots__ = ("disable_qa", "adjust_bytes_threshold", "adjust_period_threshold_ns", "base_rtt_ns", "eta", "fi", "fi_scale", "gamma", "max_md_jump", "max_cwnd", "qa_gate", "qa_threshold_ns", "target_delay_ns", "alpha", "mtu", "unmarked_last_hop")
     DISABLE_QA_FIELD_NUMBER: _ClassVar[int]
     ADJUST_BYTES_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
     ADJUST_PERIOD_THRESHOLD_NS_FIELD_NUMBER: _ClassVar[int]
@@ -358,6 +362,7 @@ class NsccConfig(_message.Message):
     TARGET_DELAY_NS_FIELD_NUMBER: _ClassVar[int]
     ALPHA_FIELD_NUMBER: _ClassVar[int]
     MTU_FIELD_NUMBER: _ClassVar[int]
+    UNMARKED_LAST_HOP_FIELD_NUMBER: _ClassVar[int]
     disable_qa: bool
     adjust_bytes_threshold: int
     adjust_period_threshold_ns: int
@@ -373,7 +378,8 @@ class NsccConfig(_message.Message):
     target_delay_ns: int
     alpha: float
     mtu: int
-    def __init__(self, disable_qa: _Optional[bool] = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ...) -> None: ...
+    unmarked_last_hop: bool
+    def __init__(self, disable_qa: _Optional[bool] = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ..., unmarked_last_hop: _Optional[bool] = ...) -> None: ...
 
 class CcProfile(_message.Message):
     __slots__ = ("id", "state", "algorithm", "nscc")

@@ -24,49 +24,53 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ommon/proto/switch_admin.proto\x12\x16mrcnet.switch_admin.v1\"z\n\nLinkParams\x12\x10\n\x08rate_bps\x18\x01 \x01(\x01\x12\x0f\n\x07\x64\x65lay_s\x18\x02 \x01(\x01\x12\x0c\n\x04loss\x18\x03 \x01(\x01\x12\r\n\x05qpkts\x18\x04 \x01(\r\x12\x0e\n\x06qbytes\x18\x05 \x01(\x04\x12\x10\n\x08overhead\x18\x06 \x01(\r\x12\n\n\x02up\x18\x07 \x01(\x08\"\xd0\x01\n\nLinkUpdate\x12\x15\n\x08rate_bps\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x64\x65lay_s\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x11\n\x04loss\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05qpkts\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x13\n\x06qbytes\x18\x05 \x01(\x04H\x04\x88\x01\x01\x12\x15\n\x08overhead\x18\x06 \x01(\rH\x05\x88\x01\x01\x42\x0b\n\t_rate_bpsB\n\n\x08_delay_sB\x07\n\x05_lossB\x08\n\x06_qpktsB\t\n\x07_qbytesB\x0b\n\t_overhead\"\xc9\x01\n\nQueueStats\x12\x10\n\x08priority\x18\x01 \x01(\r\x12\x0f\n\x07packets\x18\x02 \x01(\x04\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\x12\r\n\x05\x64rops\x18\x04 \x01(\x04\x12\r\n\x05trims\x18\x05 \x01(\x04\x12\x11\n\tecn_marks\x18\x06 \x01(\x04\x12\x16\n\x0emax_depth_pkts\x18\x07 \x01(\x04\x12\x17\n\x0fmax_depth_bytes\x18\x08 \x01(\x04\x12\x12\n\ndepth_pkts\x18\t \x01(\x04\x12\x13\n\x0b\x64\x65pth_bytes\x18\n \x01(\x04\"\xa0\x01\n\x0e\x44irectionStats\x12\x0f\n\x07packets\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\x12\x12\n\ntail_drops\x18\x03 \x01(\x04\x12\x12\n\ndown_drops\x18\x04 \x01(\x04\x12\x12\n\nloss_drops\x18\x05 \x01(\x04\x12\x32\n\x06queues\x18\x06 \x03(\x0b\x32\".mrcnet.switch_admin.v1.QueueStats\"\xa7\x03\n\x08PortInfo\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0e\n\x06ifname\x18\x02 \x01(\t\x12\x10\n\x08\x61\x64min_up\x18\x03 \x01(\x08\x12\x12\n\ncarrier_up\x18\x04 \x01(\x08\x12\x37\n\x0b\x65gress_link\x18\x05 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkParams\x12\x38\n\x0cingress_link\x18\x06 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkParams\x12\x12\n\nrx_packets\x18\x07 \x01(\x04\x12\x10\n\x08rx_bytes\x18\x08 \x01(\x04\x12\x12\n\ntx_packets\x18\t \x01(\x04\x12\x10\n\x08tx_bytes\x18\n \x01(\x04\x12\x11\n\ttx_errors\x18\x0b \x01(\x04\x12\x36\n\x06\x65gress\x18\x0c \x01(\x0b\x32&.mrcnet.switch_admin.v1.DirectionStats\x12\x37\n\x07ingress\x18\r \x01(\x0b\x32&.mrcnet.switch_admin.v1.DirectionStats\x12\x14\n\x0c\x63\x61pture_path\x18\x0e \x01(\t\" \n\x0fGetPortsRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"\x8f\x02\n\x10GetPortsResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdevice_id\x18\x02 \x01(\x04\x12/\n\x05ports\x18\x03 \x03(\x0b\x32 .mrcnet.switch_admin.v1.PortInfo\x12H\n\x08\x63ounters\x18\x04 \x03(\x0b\x32\x36.mrcnet.switch_admin.v1.GetPortsResponse.CountersEntry\x12.\n\x06timing\x18\x05 \x01(\x0b\x32\x1e.mrcnet.switch_admin.v1.Timing\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x12\n\x10GetTimingRequest\"\xac\x01\n\x06Timing\x12\x0b\n\x03now\x18\x01 \x01(\x01\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x0b\n\x03tdf\x18\x03 \x01(\x01\x12\x13\n\x0btolerance_s\x18\x04 \x01(\x01\x12\x0e\n\x06\x65vents\x18\x05 \x01(\x04\x12\x0c\n\x04late\x18\x06 \x01(\x04\x12\x10\n\x08\x62\x65hind_s\x18\x07 \x01(\x01\x12\x0e\n\x06idle_s\x18\x08 \x01(\x01\x12\x11\n\tmax_lag_s\x18\t \x01(\x01\x12\x11\n\tlate_hist\x18\n \x03(\x04\"\x88\x01\n\x0eSetLinkRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x34\n\tdirection\x18\x02 \x01(\x0e\x32!.mrcnet.switch_admin.v1.Direction\x12\x32\n\x06update\x18\x03 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkUpdate\"/\n\x13SetPortAdminRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\n\n\x02up\x18\x02 \x01(\x08\"\x7f\n\x13StartCaptureRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12;\n\tdirection\x18\x03 \x01(\x0e\x32(.mrcnet.switch_admin.v1.CaptureDirection\x12\x0f\n\x07snaplen\x18\x04 \x01(\r\"\"\n\x12StopCaptureRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\"J\n\x0b\x43\x61ptureInfo\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07packets\x18\x03 \x01(\x04\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08*$\n\tDirection\x12\n\n\x06\x45GRESS\x10\x00\x12\x0b\n\x07INGRESS\x10\x01*,\n\x10\x43\x61ptureDirection\x12\x08\n\x04\x42OTH\x10\x00\x12\x06\n\x02RX\x10\x01\x12\x06\n\x02TX\x10\x02\x32\xb9\x04\n\x0bSwitchAdmin\x12]\n\x08GetPorts\x12\'.mrcnet.switch_admin.v1.GetPortsRequest\x1a(.mrcnet.switch_admin.v1.GetPortsResponse\x12S\n\x07SetLink\x12&.mrcnet.switch_admin.v1.SetLinkRequest\x1a .mrcnet.switch_admin.v1.PortInfo\x12]\n\x0cSetPortAdmin\x12+.mrcnet.switch_admin.v1.SetPortAdminRequest\x1a .mrcnet.switch_admin.v1.PortInfo\x12`\n\x0cStartCapture\x12+.mrcnet.switch_admin.v1.StartCaptureRequest\x1a#.mrcnet.switch_admin.v1.CaptureInfo\x12^\n\x0bStopCapture\x12*.mrcnet.switch_admin.v1.StopCaptureRequest\x1a#.mrcnet.switch_admin.v1.CaptureInfo\x12U\n\tGetTiming\x12(.mrcnet.switch_admin.v1.GetTimingRequest\x1a\x1e.mrcnet.switch_admin.v1.Timingb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ommon/proto/switch_admin.proto\x12\x16mrcnet.switch_admin.v1\"z\n\nLinkParams\x12\x10\n\x08rate_bps\x18\x01 \x01(\x01\x12\x0f\n\x07\x64\x65lay_s\x18\x02 \x01(\x01\x12\x0c\n\x04loss\x18\x03 \x01(\x01\x12\r\n\x05qpkts\x18\x04 \x01(\r\x12\x0e\n\x06qbytes\x18\x05 \x01(\x04\x12\x10\n\x08overhead\x18\x06 \x01(\r\x12\n\n\x02up\x18\x07 \x01(\x08\"\xd0\x01\n\nLinkUpdate\x12\x15\n\x08rate_bps\x18\x01 \x01(\x01H\x00\x88\x01\x01\x12\x14\n\x07\x64\x65lay_s\x18\x02 \x01(\x01H\x01\x88\x01\x01\x12\x11\n\x04loss\x18\x03 \x01(\x01H\x02\x88\x01\x01\x12\x12\n\x05qpkts\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x13\n\x06qbytes\x18\x05 \x01(\x04H\x04\x88\x01\x01\x12\x15\n\x08overhead\x18\x06 \x01(\rH\x05\x88\x01\x01\x42\x0b\n\t_rate_bpsB\n\n\x08_delay_sB\x07\n\x05_lossB\x08\n\x06_qpktsB\t\n\x07_qbytesB\x0b\n\t_overhead\"\xd6\x02\n\nQueueStats\x12\x10\n\x08priority\x18\x01 \x01(\r\x12\x0f\n\x07packets\x18\x02 \x01(\x04\x12\r\n\x05\x62ytes\x18\x03 \x01(\x04\x12\r\n\x05\x64rops\x18\x04 \x01(\x04\x12\r\n\x05trims\x18\x05 \x01(\x04\x12\x11\n\tecn_marks\x18\x06 \x01(\x04\x12\x16\n\x0emax_depth_pkts\x18\x07 \x01(\x04\x12\x17\n\x0fmax_depth_bytes\x18\x08 \x01(\x04\x12\x12\n\ndepth_pkts\x18\t \x01(\x04\x12\x13\n\x0b\x64\x65pth_bytes\x18\n \x01(\x04\x12\x43\n\twait_hist\x18\x0b \x03(\x0b\x32\x30.mrcnet.switch_admin.v1.QueueStats.WaitHistEntry\x12\x15\n\rwait_bucket_s\x18\x0c \x01(\x01\x1a/\n\rWaitHistEntry\x12\x0b\n\x03key\x18\x01 \x01(\r\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\xa0\x01\n\x0e\x44irectionStats\x12\x0f\n\x07packets\x18\x01 \x01(\x04\x12\r\n\x05\x62ytes\x18\x02 \x01(\x04\x12\x12\n\ntail_drops\x18\x03 \x01(\x04\x12\x12\n\ndown_drops\x18\x04 \x01(\x04\x12\x12\n\nloss_drops\x18\x05 \x01(\x04\x12\x32\n\x06queues\x18\x06 \x03(\x0b\x32\".mrcnet.switch_admin.v1.QueueStats\"\xa7\x03\n\x08PortInfo\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0e\n\x06ifname\x18\x02 \x01(\t\x12\x10\n\x08\x61\x64min_up\x18\x03 \x01(\x08\x12\x12\n\ncarrier_up\x18\x04 \x01(\x08\x12\x37\n\x0b\x65gress_link\x18\x05 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkParams\x12\x38\n\x0cingress_link\x18\x06 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkParams\x12\x12\n\nrx_packets\x18\x07 \x01(\x04\x12\x10\n\x08rx_bytes\x18\x08 \x01(\x04\x12\x12\n\ntx_packets\x18\t \x01(\x04\x12\x10\n\x08tx_bytes\x18\n \x01(\x04\x12\x11\n\ttx_errors\x18\x0b \x01(\x04\x12\x36\n\x06\x65gress\x18\x0c \x01(\x0b\x32&.mrcnet.switch_admin.v1.DirectionStats\x12\x37\n\x07ingress\x18\r \x01(\x0b\x32&.mrcnet.switch_admin.v1.DirectionStats\x12\x14\n\x0c\x63\x61pture_path\x18\x0e \x01(\t\" \n\x0fGetPortsRequest\x12\r\n\x05ports\x18\x01 \x03(\r\"\x8f\x02\n\x10GetPortsResponse\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tdevice_id\x18\x02 \x01(\x04\x12/\n\x05ports\x18\x03 \x03(\x0b\x32 .mrcnet.switch_admin.v1.PortInfo\x12H\n\x08\x63ounters\x18\x04 \x03(\x0b\x32\x36.mrcnet.switch_admin.v1.GetPortsResponse.CountersEntry\x12.\n\x06timing\x18\x05 \x01(\x0b\x32\x1e.mrcnet.switch_admin.v1.Timing\x1a/\n\rCountersEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x04:\x02\x38\x01\"\x12\n\x10GetTimingRequest\"\xac\x01\n\x06Timing\x12\x0b\n\x03now\x18\x01 \x01(\x01\x12\r\n\x05start\x18\x02 \x01(\x01\x12\x0b\n\x03tdf\x18\x03 \x01(\x01\x12\x13\n\x0btolerance_s\x18\x04 \x01(\x01\x12\x0e\n\x06\x65vents\x18\x05 \x01(\x04\x12\x0c\n\x04late\x18\x06 \x01(\x04\x12\x10\n\x08\x62\x65hind_s\x18\x07 \x01(\x01\x12\x0e\n\x06idle_s\x18\x08 \x01(\x01\x12\x11\n\tmax_lag_s\x18\t \x01(\x01\x12\x11\n\tlate_hist\x18\n \x03(\x04\"\x88\x01\n\x0eSetLinkRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x34\n\tdirection\x18\x02 \x01(\x0e\x32!.mrcnet.switch_admin.v1.Direction\x12\x32\n\x06update\x18\x03 \x01(\x0b\x32\".mrcnet.switch_admin.v1.LinkUpdate\"/\n\x13SetPortAdminRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\n\n\x02up\x18\x02 \x01(\x08\"\x7f\n\x13StartCaptureRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12;\n\tdirection\x18\x03 \x01(\x0e\x32(.mrcnet.switch_admin.v1.CaptureDirection\x12\x0f\n\x07snaplen\x18\x04 \x01(\r\"\"\n\x12StopCaptureRequest\x12\x0c\n\x04port\x18\x01 \x01(\r\"J\n\x0b\x43\x61ptureInfo\x12\x0c\n\x04port\x18\x01 \x01(\r\x12\x0c\n\x04path\x18\x02 \x01(\t\x12\x0f\n\x07packets\x18\x03 \x01(\x04\x12\x0e\n\x06\x61\x63tive\x18\x04 \x01(\x08*$\n\tDirection\x12\n\n\x06\x45GRESS\x10\x00\x12\x0b\n\x07INGRESS\x10\x01*,\n\x10\x43\x61ptureDirection\x12\x08\n\x04\x42OTH\x10\x00\x12\x06\n\x02RX\x10\x01\x12\x06\n\x02TX\x10\x02\x32\xb9\x04\n\x0bSwitchAdmin\x12]\n\x08GetPorts\x12\'.mrcnet.switch_admin.v1.GetPortsRequest\x1a(.mrcnet.switch_admin.v1.GetPortsResponse\x12S\n\x07SetLink\x12&.mrcnet.switch_admin.v1.SetLinkRequest\x1a .mrcnet.switch_admin.v1.PortInfo\x12]\n\x0cSetPortAdmin\x12+.mrcnet.switch_admin.v1.SetPortAdminRequest\x1a .mrcnet.switch_admin.v1.PortInfo\x12`\n\x0cStartCapture\x12+.mrcnet.switch_admin.v1.StartCaptureRequest\x1a#.mrcnet.switch_admin.v1.CaptureInfo\x12^\n\x0bStopCapture\x12*.mrcnet.switch_admin.v1.StopCaptureRequest\x1a#.mrcnet.switch_admin.v1.CaptureInfo\x12U\n\tGetTiming\x12(.mrcnet.switch_admin.v1.GetTimingRequest\x1a\x1e.mrcnet.switch_admin.v1.Timingb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'common.proto.switch_admin_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_QUEUESTATS_WAITHISTENTRY']._loaded_options = None
+  _globals['_QUEUESTATS_WAITHISTENTRY']._serialized_options = b'8\001'
   _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._loaded_options = None
   _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._serialized_options = b'8\001'
-  _globals['_DIRECTION']._serialized_start=2119
-  _globals['_DIRECTION']._serialized_end=2155
-  _globals['_CAPTUREDIRECTION']._serialized_start=2157
-  _globals['_CAPTUREDIRECTION']._serialized_end=2201
+  _globals['_DIRECTION']._serialized_start=2260
+  _globals['_DIRECTION']._serialized_end=2296
+  _globals['_CAPTUREDIRECTION']._serialized_start=2298
+  _globals['_CAPTUREDIRECTION']._serialized_end=2342
   _globals['_LINKPARAMS']._serialized_start=59
   _globals['_LINKPARAMS']._serialized_end=181
   _globals['_LINKUPDATE']._serialized_start=184
   _globals['_LINKUPDATE']._serialized_end=392
   _globals['_QUEUESTATS']._serialized_start=395
-  _globals['_QUEUESTATS']._serialized_end=596
-  _globals['_DIRECTIONSTATS']._serialized_start=599
-  _globals['_DIRECTIONSTATS']._serialized_end=759
-  _globals['_PORTINFO']._serialized_start=762
-  _globals['_PORTINFO']._serialized_end=1185
-  _globals['_GETPORTSREQUEST']._serialized_start=1187
-  _globals['_GETPORTSREQUEST']._serialized_end=1219
-  _globals['_GETPORTSRESPONSE']._serialized_start=1222
-  _globals['_GETPORTSRESPONSE']._serialized_end=1493
-  _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._serialized_start=1446
-  _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._serialized_end=1493
-  _globals['_GETTIMINGREQUEST']._serialized_start=1495
-  _globals['_GETTIMINGREQUEST']._serialized_end=1513
-  _globals['_TIMING']._serialized_start=1516
-  _globals['_TIMING']._serialized_end=1688
-  _globals['_SETLINKREQUEST']._serialized_start=1691
-  _globals['_SETLINKREQUEST']._serialized_end=1827
-  _globals['_SETPORTADMINREQUEST']._serialized_start=1829
-  _globals['_SETPORTADMINREQUEST']._serialized_end=1876
-  _globals['_STARTCAPTUREREQUEST']._serialized_start=1878
-  _globals['_STARTCAPTUREREQUEST']._serialized_end=2005
-  _globals['_STOPCAPTUREREQUEST']._serialized_start=2007
-  _globals['_STOPCAPTUREREQUEST']._serialized_end=2041
-  _globals['_CAPTUREINFO']._serialized_start=2043
-  _globals['_CAPTUREINFO']._serialized_end=2117
-  _globals['_SWITCHADMIN']._serialized_start=2204
-  _globals['_SWITCHADMIN']._serialized_end=2773
+  _globals['_QUEUESTATS']._serialized_end=737
+  _globals['_QUEUESTATS_WAITHISTENTRY']._serialized_start=690
+  _globals['_QUEUESTATS_WAITHISTENTRY']._serialized_end=737
+  _globals['_DIRECTIONSTATS']._serialized_start=740
+  _globals['_DIRECTIONSTATS']._serialized_end=900
+  _globals['_PORTINFO']._serialized_start=903
+  _globals['_PORTINFO']._serialized_end=1326
+  _globals['_GETPORTSREQUEST']._serialized_start=1328
+  _globals['_GETPORTSREQUEST']._serialized_end=1360
+  _globals['_GETPORTSRESPONSE']._serialized_start=1363
+  _globals['_GETPORTSRESPONSE']._serialized_end=1634
+  _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._serialized_start=1587
+  _globals['_GETPORTSRESPONSE_COUNTERSENTRY']._serialized_end=1634
+  _globals['_GETTIMINGREQUEST']._serialized_start=1636
+  _globals['_GETTIMINGREQUEST']._serialized_end=1654
+  _globals['_TIMING']._serialized_start=1657
+  _globals['_TIMING']._serialized_end=1829
+  _globals['_SETLINKREQUEST']._serialized_start=1832
+  _globals['_SETLINKREQUEST']._serialized_end=1968
+  _globals['_SETPORTADMINREQUEST']._serialized_start=1970
+  _globals['_SETPORTADMINREQUEST']._serialized_end=2017
+  _globals['_STARTCAPTUREREQUEST']._serialized_start=2019
+  _globals['_STARTCAPTUREREQUEST']._serialized_end=2146
+  _globals['_STOPCAPTUREREQUEST']._serialized_start=2148
+  _globals['_STOPCAPTUREREQUEST']._serialized_end=2182
+  _globals['_CAPTUREINFO']._serialized_start=2184
+  _globals['_CAPTUREINFO']._serialized_end=2258
+  _globals['_SWITCHADMIN']._serialized_start=2345
+  _globals['_SWITCHADMIN']._serialized_end=2914
 # @@protoc_insertion_point(module_scope)

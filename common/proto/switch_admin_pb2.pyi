@@ -58,7 +58,14 @@ class LinkUpdate(_message.Message):
     def __init__(self, rate_bps: _Optional[float] = ..., delay_s: _Optional[float] = ..., loss: _Optional[float] = ..., qpkts: _Optional[int] = ..., qbytes: _Optional[int] = ..., overhead: _Optional[int] = ...) -> None: ...
 
 class QueueStats(_message.Message):
-    __slots__ = ("priority", "packets", "bytes", "drops", "trims", "ecn_marks", "max_depth_pkts", "max_depth_bytes", "depth_pkts", "depth_bytes")
+    __slots__ = ("priority", "packets", "bytes", "drops", "trims", "ecn_marks", "max_depth_pkts", "max_depth_bytes", "depth_pkts", "depth_bytes", "wait_hist", "wait_bucket_s")
+    class WaitHistEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PACKETS_FIELD_NUMBER: _ClassVar[int]
     BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -69,6 +76,8 @@ class QueueStats(_message.Message):
     MAX_DEPTH_BYTES_FIELD_NUMBER: _ClassVar[int]
     DEPTH_PKTS_FIELD_NUMBER: _ClassVar[int]
     DEPTH_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WAIT_HIST_FIELD_NUMBER: _ClassVar[int]
+    WAIT_BUCKET_S_FIELD_NUMBER: _ClassVar[int]
     priority: int
     packets: int
     bytes: int
@@ -79,7 +88,9 @@ class QueueStats(_message.Message):
     max_depth_bytes: int
     depth_pkts: int
     depth_bytes: int
-    def __init__(self, priority: _Optional[int] = ..., packets: _Optional[int] = ..., bytes: _Optional[int] = ..., drops: _Optional[int] = ..., trims: _Optional[int] = ..., ecn_marks: _Optional[int] = ..., max_depth_pkts: _Optional[int] = ..., max_depth_bytes: _Optional[int] = ..., depth_pkts: _Optional[int] = ..., depth_bytes: _Optional[int] = ...) -> None: ...
+    wait_hist: _containers.ScalarMap[int, int]
+    wait_bucket_s: float
+    def __init__(self, priority: _Optional[int] = ..., packets: _Optional[int] = ..., bytes: _Optional[int] = ..., drops: _Optional[int] = ..., trims: _Optional[int] = ..., ecn_marks: _Optional[int] = ..., max_depth_pkts: _Optional[int] = ..., max_depth_bytes: _Optional[int] = ..., depth_pkts: _Optional[int] = ..., depth_bytes: _Optional[int] = ..., wait_hist: _Optional[_Mapping[int, int]] = ..., wait_bucket_s: _Optional[float] = ...) -> None: ...
 
 class DirectionStats(_message.Message):
     __slots__ = ("packets", "bytes", "tail_drops", "down_drops", "loss_drops", "queues")

@@ -19,9 +19,10 @@ Loop iteration (``Agent.lock`` is held except during the wait):
 Time: ``clock`` gives the run's virtual time (common/vclock.py); the core, qlog and the
 metrics see only that, and the epoll wait lasts ``(next deadline - now) x tdf`` wall seconds.
 ``self.lag`` (common/lag.py) records how late each due core timer (and metrics sample) ran,
-how long each received batch had waited in its socket (kernel receive timestamps,
-common/rxstamp.py) and how long the loop waited in epoll; ``timing()`` snapshots it on the
-loop thread.
+how long each received batch had waited in its socket (the newest frame's kernel receive
+timestamp) and how long the loop waited in epoll; ``timing()`` snapshots it on the loop
+thread. Kernel receive timestamps (wall clock) are mapped onto the run's clock for the core
+(``RxMeta.rx_time``) and the receive wait (backpressure), both in the run's seconds.
 See docs/transport.md, "Agent and API".
 """
 
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 
 from common.lag import LagMeter
 from common.vclock import RunClock
+from hosts.agent.backpressure import RxWait
 from hosts.agent.config import AgentConfig
 from hosts.agent.events import qlog_record
 from hosts.agent.framing import Framer
@@ -47,6 +49,7 @@ from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import RxMeta, TxPacket
 from hosts.transport.lognames import (
     AGENT_ERROR,
+    BACKPRESSURE,
     METRICS_SAMPLED,
     PORT_ADMIN,
     PORT_STATUS,
@@ -130,6 +133,10 @@ class Agent:
         self._loop_thread: threading.Thread | None = None
         self._next_metrics = self.t0 + config.metrics_interval
         self.loop_error: BaseException | None = None
+        # how long received frames waited before the loop read them: the responder's
+        # backpressure (CC_STATE penalty of every SACK this host sends)
+        self.rx_wait = RxWait(config.backpressure_low, config.backpressure_high)
+        self.timer_lag_max = 0.0  # how late a due core timer ran (loop lag), per window
         self.iterations = 0
         self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
         self._timer_floor = 0.0
@@ -331,10 +338,14 @@ class Agent:
         if self._calls:
             self._run_calls()
         self._receive_all(now)
+        if self.rx_wait.update():
+            self._backpressure(now)
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
             self.lag.due(max(timer, self._timer_floor), now)
+            if now - timer > self.timer_lag_max:
+                self.timer_lag_max = now - timer
             self.core.handle_timer(now)
             after = self.core.get_timer()
             if after is not None and after <= timer:
@@ -360,6 +371,10 @@ class Agent:
         decode = self.framer.decode
         receive = self.core.receive
         queued = self.lag.queued
+        clock = self.clock
+        wall = time.time
+        waits = self.rx_wait
+        inv = 1.0 / self.run_clock.tdf  # wall seconds -> the run's seconds
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
@@ -372,16 +387,22 @@ class Agent:
                 n = port.recv_batch()
                 if n == 0:
                     break
-                stamp = port.rx_stamp
-                if stamp.supported:
-                    queued(stamp.age(), now)
+                now = clock()
+                # kernel receive times (wall clock) onto the core's clock
+                w = wall()
+                offset = now - w * inv
+                stamps = port.stamps
+                if stamps[0] > 0.0:
+                    waits.observe((w - stamps[0]) * inv, (w - stamps[n - 1]) * inv, n)
+                    queued(w - stamps[n - 1], now)
                 budget -= n
                 busy = n == port.batch
                 views = port.views
                 lengths = port.lengths
                 for i in (range(n) if router is None
                           else self._route_batch(router, views, lengths, n)):
-                    got = decode(views[i][: lengths[i]], 0)
+                    st = stamps[i]
+                    got = decode(views[i][: lengths[i]], 0, st * inv + offset if st > 0.0 else 0.0)
                     if got is not None:
                         receive(got[0], got[1], now)
             else:
@@ -392,22 +413,29 @@ class Agent:
                     budget -= n
                     if n:
                         got_any = True
-                        stamp = port.rx_stamp
-                        if stamp.supported:
-                            queued(stamp.age(), now)
                     if n == port.batch:
                         busy = True
                 if not got_any:
                     break
+                now = clock()
+                w = wall()
+                offset = now - w * inv
                 batch: list[tuple[int, int, int, MrcPacket, RxMeta]] = []
                 first: dict[int, int] = {}
                 seq = 0
                 for index, port in enumerate(ports):
                     views = port.views
                     lengths = port.lengths
+                    stamps = port.stamps
+                    nrx = counts[index]
+                    if nrx and stamps[0] > 0.0:
+                        waits.observe((w - stamps[0]) * inv, (w - stamps[nrx - 1]) * inv, nrx)
+                        queued(w - stamps[nrx - 1], now)
                     for i in (range(counts[index]) if router is None
                               else self._route_batch(router, views, lengths, counts[index])):
-                        got = decode(views[i][: lengths[i]], index)
+                        st = stamps[i]
+                        got = decode(views[i][: lengths[i]], index,
+                                     st * inv + offset if st > 0.0 else 0.0)
                         if got is None:
                             continue
                         bth = got[0].bth
@@ -421,6 +449,16 @@ class Agent:
                     receive(item[3], item[4], now)
             now = self.clock()
             self._transmit(now)
+
+    def _backpressure(self, now: float) -> None:
+        """The penalty changed: every SACK of this host carries the new one from now on."""
+        w = self.rx_wait
+        apply = getattr(self.core, "set_host_backpressure", None)
+        if callable(apply):
+            apply(w.penalty, w.restore)
+        if self.qlog is not None:
+            self.qlog.event(None, BACKPRESSURE, {"penalty": w.penalty, "restore": w.restore,
+                                                 "rx_wait": w.avg}, now)
 
     def _transmit(self, now: float) -> None:
         """Send what the core has, ``TX_BATCH`` frames at a time: each frame is encoded into
@@ -555,7 +593,10 @@ class Agent:
             "loop_iterations": self.iterations,
             "timer_stalls": self.timer_stalls,
             "lag": self.lag.snapshot(now),
+            "timer_lag_max": self.timer_lag_max,
+            "rx_wait": self.rx_wait.window(),
         }
+        self.timer_lag_max = 0.0
         stats = getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)

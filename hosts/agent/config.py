@@ -11,6 +11,7 @@ Example::
      "mtu": 4096, "qlog_dir": "/tmp/qlog", "metrics_interval": 1.0,
      "classes": {"TRIMMABLE": 10, ...},   # optional DSCP overrides
      "core": {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25},  # optional, CORE_KNOBS
+     "backpressure": {"low": 0.005, "high": 0.05},  # optional: receive-queue wait -> penalty
      "apps": [{"target": "hosts.agent.apps:sink", "args": {...}}]}
 
 Port i of the list is NIC port i, which is plane i. ``neighbor_mac`` is the static next-hop MAC
@@ -79,6 +80,10 @@ class AgentConfig:
     cc_window: int = 1 << 30  # bytes in flight per QP of the default (fixed-window) CC
     core: dict[str, float | int | None] = field(default_factory=dict)  # CORE_KNOBS overrides
     router: RouterConfig | None = None  # GPUs of circuit fabrics forward transit traffic
+    # responder backpressure (hosts/agent/backpressure.py): the receive-queue wait at which
+    # the penalty starts and where it reaches 127 (seconds; high <= low: never penalise)
+    backpressure_low: float = 0.005
+    backpressure_high: float = 0.05
 
     def gid_port(self, gid: bytes) -> int | None:
         for i, p in enumerate(self.ports):
@@ -98,6 +103,7 @@ CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
     "endpoint_timeout": (float, 1e-6, 60.0, False),  # endpoint request answer timeout (s)
     "endpoint_retries": (int, 0, 100, False),  # port status update retransmissions
     "rx_penalty": (int, 0, 127, False),  # responder backpressure (CC_STATE rcv_cwnd_pen)
+    "cc_log_interval": (float, 1e-4, 60.0, True),  # recovery:metrics_updated per QP (s)
 }
 
 
@@ -232,12 +238,23 @@ def parse_config(d: dict[str, Any]) -> AgentConfig:
     if window < mtu:
         raise ConfigError(f"config.cc_window: at least one MTU ({mtu}) bytes")
     router = _router(d["router"], ports) if d.get("router") is not None else None
+    bp = d.get("backpressure", {})
+    if not isinstance(bp, dict) or set(bp) - {"low", "high"}:
+        raise ConfigError("config.backpressure: an object with 'low' and/or 'high' (seconds)")
+    try:
+        bp_low = float(bp.get("low", 0.005))
+        bp_high = float(bp.get("high", 0.05))
+    except (TypeError, ValueError):
+        raise ConfigError(f"config.backpressure: not numbers: {bp!r}") from None
+    if not (0 <= bp_low <= 60 and 0 <= bp_high <= 60):
+        raise ConfigError(f"config.backpressure: 0..60 s, got {bp!r}")
     return AgentConfig(
         name=name, ports=tuple(ports), ev_mode=_EV_MODES[mode_name], srv6_templates=templates,
         mtu=mtu, qlog_dir=d.get("qlog_dir"), metrics_interval=interval, classes=classes,
         netns=d.get("netns"), apps=tuple(apps), rx_batch=batch, evs_per_plane=evs,
         seed=_int(d.get("seed", 1), "config.seed"), cc_window=window,
         core=parse_core(d.get("core", {})), router=router,
+        backpressure_low=bp_low, backpressure_high=bp_high,
     )
 
 

@@ -158,7 +158,8 @@ class CtlLink:
             return None
         return EvProfile(profile_id=int(prof.id), mode=EvProfileMode.EXP,
                          path_mode=self.agent.config.ev_mode, entries=entries,
-                         ev_min_active=max(1, int(prof.ev_min_active)))
+                         ev_min_active=max(1, int(prof.ev_min_active)),
+                         spray=prof.lb_policy or "rotation")
 
     def _ev_profile(self, prof: pb.EvProfile) -> None:
         self.profiles[prof.id] = prof

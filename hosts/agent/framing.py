@@ -31,7 +31,7 @@ from hosts.wire import (
 ECT0 = 2
 _new = object.__new__
 if tuple(f.name for f in fields(RxMeta)) != (
-    "port", "src_gid", "dst_gid", "ev", "dscp", "ce", "length"
+    "port", "src_gid", "dst_gid", "ev", "dscp", "ce", "length", "rx_time"
 ):  # Framer.decode sets every field by hand
     raise ImportError("RxMeta fields changed: update Framer.decode")
 
@@ -90,8 +90,10 @@ class Framer:
             )
         return encode_frame(frame, tx.pkt, buf)
 
-    def decode(self, data: memoryview, port: int) -> tuple[MrcPacket, RxMeta] | None:
-        """Decode a received frame; None (and a counter) for anything not for this host."""
+    def decode(self, data: memoryview, port: int, rx_time: float = 0.0
+               ) -> tuple[MrcPacket, RxMeta] | None:
+        """Decode a received frame (that reached the host at ``rx_time`` on the core's clock,
+        0.0: unknown); None (and a counter) for anything not for this host."""
         try:
             frame, pkt = decode_frame(data)
         except WireError:
@@ -123,4 +125,5 @@ class Framer:
         meta.dscp = dscp
         meta.ce = ce
         meta.length = len(data)
+        meta.rx_time = rx_time
         return pkt, meta

@@ -8,9 +8,9 @@ Both directions go through ``common.pktio``: one recvmmsg per ``recv_batch`` and
 per ``send_batch`` when its C accelerator is built (else one recv/send per frame, the
 reference). ``send`` transmits one frame from a buffer the caller encoded into.
 
-The socket ignores its own transmissions (PACKET_IGNORE_OUTGOING) and only takes IPv6
-EtherType frames. ``rx_stamp`` (common/rxstamp.py) tells how long the last batch read had
-waited in the socket (the agent's lag meter counts it). Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
+The socket ignores its own transmissions (PACKET_IGNORE_OUTGOING), only takes IPv6 EtherType
+frames and has the kernel stamp every frame with its arrival time (SO_TIMESTAMPNS): the agent
+measures how long frames waited before it handled them (service time, backpressure). Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
 recovers lost packets, so the loop never blocks on a full transmit queue.
 """
 
@@ -22,8 +22,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from common.pktio import Buffer, RxBuffers, SendError, send_batch
-from common.rxstamp import RxStamp
+from common.pktio import SO_TIMESTAMPNS, Buffer, RxBuffers, SendError, send_batch
 from hosts.agent.netns_enter import in_netns
 from hosts.agent.sockfilter import attach_mrc_filter
 
@@ -74,6 +73,7 @@ class NicPort:
                     attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
                 sock.bind((ifname, ETH_P_IPV6))
                 sock.setblocking(False)
+                sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # arrival times
             except OSError:
                 sock.close()
                 raise
@@ -94,9 +94,11 @@ class NicPort:
         self._rx = RxBuffers(batch, MAX_FRAME)
         self.views = self._rx.views  # writable memoryviews of MAX_FRAME bytes, one per slot
         self.lengths = self._rx.lengths
+        # kernel receive time of each frame (CLOCK_REALTIME s; 0.0: none, e.g. a socketpair
+        # without SO_TIMESTAMPNS)
+        self.stamps = [0.0] * batch
         self.batch = batch
         self._send = sock.send
-        self.rx_stamp = RxStamp(sock.fileno())  # how long the last batch waited (agent lag)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -104,13 +106,14 @@ class NicPort:
     def recv_batch(self, limit: int | None = None) -> int:
         """Receive up to ``limit`` (default: the batch size) frames; return how many arrived.
 
-        Frame i is ``views[i][:lengths[i]]`` and is valid until the next call. A frame longer
+        Frame i is ``views[i][:lengths[i]]`` (received by the kernel at ``stamps[i]``,
+        wall-clock seconds) and is valid until the next call. A frame longer
         than MAX_FRAME is truncated to it. A receive error (e.g. ENETDOWN while the link
         flaps) counts in ``rx_errors``: nothing to read now.
         """
         stop = self.batch if limit is None else min(limit, self.batch)
         try:
-            n = self._rx.recv(self.sock, stop)
+            n = self._rx.recv(self.sock, stop, self.stamps)
         except OSError:
             self.counters.rx_errors += 1
             return 0

@@ -8,8 +8,10 @@ installed CC profile gets the fixed window, ``"none"``). An algorithm is added w
 registered makes ``modify_qp`` raise ``QpError``.
 
 The core calls, per QP: ``can_send`` before every data packet, ``on_packet_sent`` after it,
-``on_sack`` per SACK, ``on_nack`` per NACK, ``on_timeout`` per ACK timeout; ``get_log_data``
-is read for the QP's metrics (``HostCore.qp_cc_log``). ``bytes_in_flight`` is what the
+``on_sack`` per SACK, ``on_nack`` per NACK, ``on_packets_lost`` whenever recovery infers
+losses (fast loss, time, probe, per-packet timer, ACK timeout; NACKed packets go to
+``on_nack`` instead), ``on_timeout`` per ACK timeout; ``get_log_data`` is read for the QP's
+metrics (``HostCore.qp_cc_log``). ``bytes_in_flight`` is what the
 requester has sent and not seen acknowledged (SACKed or cumulatively acked) nor declared lost;
 a retransmission counts again when it is sent. Times are keyword-only ``now`` (seconds of the
 core's clock), like every count, so two numbers cannot be swapped silently.
@@ -67,6 +69,10 @@ class CongestionControl(Protocol):
     def on_sack(self, feedback: SackFeedback) -> None: ...
 
     def on_nack(self, feedback: NackFeedback) -> None: ...
+
+    def on_packets_lost(self, *, now: float, lost_bytes: int, bytes_in_flight: int) -> None:
+        """Recovery declared ``lost_bytes`` lost without a NACK (they left bytes_in_flight)."""
+        ...
 
     def on_timeout(self, *, now: float, bytes_in_flight: int) -> None:
         """The local ACK timeout expired (the timed-out packets are already not in flight)."""
@@ -129,6 +135,9 @@ class NoCongestionControl:
         return None
 
     def on_nack(self, feedback: NackFeedback) -> None:
+        return None
+
+    def on_packets_lost(self, *, now: float, lost_bytes: int, bytes_in_flight: int) -> None:
         return None
 
     def on_timeout(self, *, now: float, bytes_in_flight: int) -> None:

@@ -18,6 +18,7 @@ from hosts.transport.memory import MemoryRegion, MemoryTable
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
 from hosts.transport.qp import Qp
+from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
@@ -103,12 +104,21 @@ class HostCore:
         self.memory.deregister(mr)
 
     def set_ev_profile(self, profile: EvProfile) -> None:
-        """Install or replace an EV profile (QPs bind to it at INIT by ev_profile_id)."""
+        """Install or replace an EV profile (QPs bind to it at INIT by ev_profile_id); raises
+        ValueError for a profile without EVs or with an unknown spraying policy."""
         profile.expand()  # validates
+        if profile.spray not in SPRAY_POLICIES:
+            raise ValueError(f"EV profile {profile.profile_id}: unknown spraying policy "
+                             f"{profile.spray!r} (known: {', '.join(SPRAY_POLICIES)})")
         self._ev_profiles[profile.profile_id] = profile
 
     def set_cc_profile(self, profile: CcProfile) -> None:
+        """Install or replace a CC profile (QPs bind to it at INIT by cc_profile_id)."""
         self._cc_profiles[profile.profile_id] = profile
+
+    def cc_profile(self, profile_id: int) -> CcProfile | None:
+        """The installed CC profile ``profile_id``, or None."""
+        return self._cc_profiles.get(profile_id)
 
     def set_ev_state(self, profile_id: int, ev: int, state: EvState, now: float = 0.0) -> int:
         """Controller override of one EV in every QP bound to the profile (DENIED / GOOD /
@@ -207,6 +217,18 @@ class HostCore:
         req = self._qp(qpn).req
         return None if req is None else req.recovery.rtt.srtt
 
+    def qp_rtt_stats(self, qpn: int) -> dict[str, float]:
+        """RTT figures of a requester (seconds): ``srtt``, ``min_rtt``, ``latest_rtt`` (network
+        RTTs, service time subtracted), ``service_time`` of the latest sample and the count of
+        ``samples``; empty before the first sample."""
+        req = self._qp(qpn).req
+        if req is None or req.recovery.rtt.srtt is None:
+            return {}
+        r = req.recovery.rtt
+        assert r.srtt is not None and r.min_rtt is not None and r.latest is not None
+        return {"srtt": r.srtt, "min_rtt": r.min_rtt, "latest_rtt": r.latest,
+                "service_time": r.service_time, "samples": r.samples}
+
     def qp_cc_log(self, qpn: int) -> dict[str, float]:
         """The QP's congestion-control state (``CongestionControl.get_log_data``)."""
         return dict(self._qp(qpn).cc.get_log_data())
@@ -225,6 +247,14 @@ class HostCore:
         if qp.resp is None:
             raise QpError(f"QP {qpn} is not RTR/RTS")
         qp.resp.set_backpressure(penalty, restore)
+
+    def set_host_backpressure(self, penalty: int, restore: bool = False) -> None:
+        """Responder host backpressure for every QP of the host (and QPs created later): the
+        host's own congestion, measured by the agent (hosts/agent/backpressure.py)."""
+        self.config.rx_penalty = max(0, min(127, penalty))
+        for qp in self._qps.values():
+            if qp.resp is not None:
+                qp.resp.set_backpressure(penalty, restore)
 
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)

@@ -13,8 +13,8 @@ Datapath demotions that would leave fewer than ``ev_min_active`` usable EVs are 
 counted in ``refused``. Only ``active_count`` EVs (0 = all) are sprayed over; when an active EV
 leaves GOOD, a GOOD spare of the same plane (NIC port) takes its place. EVs whose local port
 is down, or whose plane the peer announced down (port status update), are not used at all.
-The rotation is a fixed pseudo-random permutation (``FixedRotation``, hosts/transport/spray.py);
-any object with the ``SprayPolicy`` methods can replace it.
+The choice among the usable EVs is the spraying policy's (hosts/transport/spray.py: the fixed
+rotation, REPS or the bitmap penalty), which also hears what came back on each EV.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hosts.transport.profiles import EvEntry
-from hosts.transport.spray import FixedRotation, SprayPolicy
+from hosts.transport.spray import FixedRotation, PathSignal, SprayPolicy
 from hosts.transport.types import EvState
 
 Emit = Callable[[int, EvState, EvState, str], None]
@@ -62,6 +62,22 @@ class EvManager:
         self.version = 0  # bumped whenever the usable set may have changed
         self.n_bad = 0
         self._rebuild()
+
+    # -- feedback to the spraying policy -----------------------------------------------
+    @property
+    def wants_deliveries(self) -> bool:
+        """The policy wants the EVs of delivered packets (``delivered``)."""
+        return self._policy.wants_deliveries
+
+    def delivered(self, indices: list[int], now: float) -> None:
+        self._policy.on_delivered(indices, now)
+
+    def signal(self, i: int, signal: PathSignal, now: float) -> None:
+        self._policy.on_signal(i, signal, now)
+
+    @property
+    def policy(self) -> SprayPolicy:
+        return self._policy
 
     # -- queries ------------------------------------------------------------------------
     def plane_ok(self, port: int) -> bool:

@@ -14,6 +14,7 @@ ACK_TIMEOUT = "recovery:ack_timeout"
 PACKETS_LOST = "recovery:packets_lost"
 RX_ERROR = "transport:rx_error"
 PACKET_SENT = "transport:packet_sent"
+METRICS_UPDATED = "recovery:metrics_updated"
 
 # host agent (hosts/agent)
 EV_STATE_CHANGED = "mrc:ev_state_changed"
@@ -26,3 +27,4 @@ PORT_ADMIN = "mrc:port_admin"
 METRICS_SAMPLED = "mrc:metrics_sampled"
 QP_METRICS = "mrc:qp_metrics"
 AGENT_ERROR = "mrc:agent_error"
+BACKPRESSURE = "mrc:backpressure"

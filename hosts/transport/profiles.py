@@ -50,6 +50,7 @@ class EvProfile:
     active_count: int = 0
     ev_min_active: int = 1
     control_evs: list[EvEntry] = field(default_factory=list)  # optional EVs for control packets
+    spray: str = "rotation"  # spraying policy by name (hosts/transport/spray.py SPRAY_POLICIES)
 
     def expand(self) -> list[EvEntry]:
         """The profile's EVs in profile order (deterministic). Raises ValueError if empty."""

@@ -9,6 +9,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+import hosts.transport.nscc  # noqa: F401  (registers "uet-1.0-nscc")
 import hosts.wire.layout as L
 from common.classes import TrafficClass
 from hosts.transport.cc import (
@@ -26,6 +27,7 @@ from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import MPR_UNIT
 from hosts.transport.requester import Requester
 from hosts.transport.responder import Responder
+from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
@@ -365,13 +367,18 @@ class Qp:
             active = 1
         seed = self.cfg.seed * 1_000_003 + self.qpn
         factory = self.cfg.spray_factory
+        if factory is None:
+            factory = SPRAY_POLICIES.get(profile.spray)
+            if factory is None:
+                raise QpError(f"EV profile {profile.profile_id}: unknown spraying policy "
+                              f"{profile.spray!r} (known: {', '.join(SPRAY_POLICIES)})")
         self.ev = EvManager(
             entries,
             active_count=active,
             min_active=profile.ev_min_active,
             seed=seed,
             emit=self._on_ev_change,
-            policy=factory(len(entries), seed) if factory is not None else None,
+            policy=factory(len(entries), seed),
         )
         self.ev.set_masks(local_mask=self.host.port_status_mask)
 
@@ -393,7 +400,11 @@ class Qp:
                 f"{profile.algorithm!r} (registered: {', '.join(registered_algorithms())})"
             )
         setup = CcSetup(qpn, cfg.mtu, cfg.default_cc_window, dict(profile.params))
-        return lambda: factory(setup)
+        try:
+            built = factory(setup)  # parameter errors surface before anything is applied
+        except ValueError as exc:
+            raise QpError(f"CC profile {profile.profile_id}: {exc}") from None
+        return lambda: built
 
     def _bind_rx(self) -> None:
         """The receive table for the halves that exist (requester feedback before RTS is a

@@ -32,6 +32,7 @@ from hosts.transport.loss import LossDetector, ReorderThreshold
 from hosts.transport.ops import OP_PROBE, TC_CONTROL
 from hosts.transport.psn import TS_PER_SECOND, ack_timeout, ts16
 from hosts.transport.rtt import RttEstimator
+from hosts.transport.spray import PathSignal
 from hosts.transport.types import (
     EXP_CNT_INFINITE,
     EvState,
@@ -107,6 +108,10 @@ class Recovery:
         self.r_flags = [0] * size
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
+        self.lost_pending = 0  # bytes inferred lost, not yet reported to the controller
+        # EV indices of first transmissions acknowledged by the current SACK, for spraying
+        # policies that recycle EVs (None: the policy does not want them)
+        self.delivered: list[int] | None = [] if ev.wants_deliveries else None
         # Loss detection runs per plane: each plane is its own network with its own queues,
         # so transmission order predicts arrival order only within a plane.
         nplanes = len(cfg.ports)
@@ -200,12 +205,15 @@ class Recovery:
             self.probe_pending = False
 
     def on_sack(
-        self, newly: int, trig: int, reflected_ts: int, duplicate: bool, use_ts: bool, now: float
+        self, newly: int, trig: int, reflected_ts: int, duplicate: bool, use_ts: bool, now: float,
+        arrived: float | None = None,
     ) -> tuple[int, float | None, float]:
         """One SACK newly acknowledged the PSNs of ``newly`` (bit i = una + i); ``trig`` is its
         trigger PSN, ``reflected_ts`` the timestamp it reflects, ``duplicate``: it answers a
-        duplicate arrival and tells nothing new. Returns (newly acknowledged bytes, RTT sample
-        or None, service time)."""
+        duplicate arrival and tells nothing new; it reached the host at ``arrived`` (default
+        ``now``). Returns (newly acknowledged bytes, RTT sample or None, service time)."""
+        if arrived is None:
+            arrived = now
         self.last_feedback = now
         self.probe_pending = False
         una = self.una
@@ -241,13 +249,13 @@ class Recovery:
             # acknowledge it; exact, no 8.4 ms TSETH wrap); the reflected timestamp minus the
             # one we sent is the responder's service time
             sent = self.r_time[slot]
-            rtt = now - sent
+            rtt = arrived - sent
             if use_ts:
                 svc = ((reflected_ts - ts16(sent)) & 0xFFFF) / TS_PER_SECOND
                 if svc > rtt:
                     svc = 0.0  # not a service time (no SVC_TIME, or a bogus reflection)
                 rtt -= svc
-            self.rtt.on_sample(rtt)
+            self.rtt.on_sample(rtt, svc)
         return acked, rtt, svc
 
     def on_acked(self, newly: int) -> int:
@@ -268,6 +276,7 @@ class Recovery:
             ev_loss.extend([0] * (len(ports) - len(ev_loss)))
         acked = 0
         inflight = self.inflight
+        delivered = self.delivered
         x = newly
         while x:
             low = x & -x
@@ -289,6 +298,8 @@ class Recovery:
                 if t > max_t:
                     max_t = t
                 ev_loss[e] = 0
+                if delivered is not None:
+                    delivered.append(e)
         self.inflight = inflight
         if max_t > self.max_acked_t:
             self.max_acked_t = max_t
@@ -366,7 +377,7 @@ class Recovery:
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._inferred_loss(psn):
+                    if self._inferred_loss(psn, now):
                         found += 1
                     continue
                 break
@@ -386,7 +397,7 @@ class Recovery:
                 continue
             if t <= limit:
                 gorder.popleft()
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, now):
                     found += 1
                 continue
             break
@@ -394,15 +405,19 @@ class Recovery:
             self.qp.count("loss_time", found)
             self._log_lost("time", found, now)
 
-    def _inferred_loss(self, psn: int) -> bool:
+    def _inferred_loss(self, psn: int, now: float) -> bool:
         """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
         a row with none delivered in between is assumed bad (a silently dead path or plane)."""
         if not self.mark_lost(psn):
             return False
+        slot = psn & self.mask
+        self.lost_pending += self.r_size[slot]
         if self.rc:
             return True
-        idx = self.r_ev[psn & self.mask]
+        idx = self.r_ev[slot]
         ev_loss = self.ev_loss
+        if idx >= 0:
+            self.ev.signal(idx, PathSignal.LOSS, now)
         if 0 <= idx < len(ev_loss):
             ev_loss[idx] += 1
             if ev_loss[idx] >= K_REPEATED_LOSS:
@@ -411,8 +426,15 @@ class Recovery:
         return True
 
     def _log_lost(self, trigger: str, count: int, now: float) -> None:
-        """qlog-like record of a loss detection (one per detection batch, not per packet)."""
+        """qlog-like record of a loss detection (one per detection batch, not per packet);
+        the controller hears of the bytes inferred lost."""
         self.qp.log(now, PACKETS_LOST, trigger=trigger, count=count, una=self.una)
+        self._report_lost(now)
+
+    def _report_lost(self, now: float) -> None:
+        lost, self.lost_pending = self.lost_pending, 0
+        if lost:
+            self.cc.on_packets_lost(now=now, lost_bytes=lost, bytes_in_flight=self.inflight)
 
     def _probe_inference(self, base: int, now: float) -> None:
         """A probe answer shows the responder's state after everything sent before the probe
@@ -425,7 +447,7 @@ class Recovery:
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, now):
                 found += 1
         self.probe_time = 0.0
         if found:
@@ -520,17 +542,16 @@ class Recovery:
         bad: set[int] = set()
         for psn in range(self.una, self.next_psn):
             slot = psn & mask
-            if (
-                r_time[slot] <= stale
-                and self.mark_lost(psn)
-                and not r_flags[slot] & FLAG_TRIMMED
-                and r_ev[slot] >= 0
-            ):
-                bad.add(r_ev[slot])
+            if r_time[slot] <= stale and self.mark_lost(psn):
+                self.lost_pending += self.r_size[slot]
+                if not r_flags[slot] & FLAG_TRIMMED and r_ev[slot] >= 0:
+                    bad.add(r_ev[slot])
         if not self.rc:
             for idx in sorted(bad):
+                self.ev.signal(idx, PathSignal.TIMEOUT, now)
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
         self.cc.on_timeout(now=now, bytes_in_flight=self.inflight)
+        self._report_lost(now)
         self.last_progress = now
         qp.mark_ready()
         return True
@@ -545,7 +566,7 @@ class Recovery:
                 _ps, psn, _t, seq = order.popleft()
                 if psn < una or self.r_seq[psn & self.mask] != seq:
                     continue
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, now):
                     found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)

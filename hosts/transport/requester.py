@@ -15,7 +15,7 @@ from typing import Protocol
 
 from hosts.transport.cc import CongestionControl, NackFeedback, SackFeedback
 from hosts.transport.ev import EvManager
-from hosts.transport.lognames import PACKET_SENT
+from hosts.transport.lognames import METRICS_UPDATED, PACKET_SENT
 from hosts.transport.ops import (
     OP_WRITE_FIRST,
     OP_WRITE_LAST,
@@ -29,6 +29,7 @@ from hosts.transport.ops import (
 )
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, unwrap_psn
 from hosts.transport.recovery import Recovery, RecoveryQp
+from hosts.transport.spray import PathSignal
 from hosts.transport.types import (
     Completion,
     Event,
@@ -36,6 +37,7 @@ from hosts.transport.types import (
     HostConfig,
     QpHintFlag,
     RetryAttr,
+    RxMeta,
     SendWR,
     TxPacket,
     WcOpcode,
@@ -148,6 +150,8 @@ class Requester:
         self.dest_qpn = dest_qpn
         self.dest_gids = dest_gids
         self.log_packets = cfg.log_packets
+        self.cc_log_interval = cfg.cc_log_interval
+        self.next_cc_log = 0.0
         self.recovery = Recovery(
             qp,
             ev,
@@ -336,7 +340,7 @@ class Requester:
         return tx
 
     # -- acknowledgements ---------------------------------------------------------------
-    def on_sack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_sack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         s = pkt.seth
         c = pkt.cc_state
@@ -369,22 +373,35 @@ class Requester:
         bm = bm << rel if rel >= 0 else bm >> -rel
         cum = (1 << d) - 1 if d > 0 else 0
         newly = (cum | bm) & ((1 << span) - 1) & ~sacked
+        arrived = meta.rx_time  # the NIC's receive time: our own queueing is not the path's
+        if not 0.0 < arrived <= now:
+            arrived = now
         acked_bytes, rtt, svc = rec.on_sack(
-            newly, trig, c.tx_timestamp, dup_answer, self.use_ts, now
+            newly, trig, c.tx_timestamp, dup_answer, self.use_ts, now, arrived
         )
         if d > 0:
             self._advance(d, now)
-        # feedback on the EV that triggered this SACK
+        # feedback on the EV that triggered this SACK, and to the spraying policy on the EVs
+        # of everything it acknowledged: only the trigger can be marked (a CE arrival is
+        # answered at once, so the packets coalesced before it arrived unmarked)
         ev = self.ev
         idx = ev.index.get(s.entropy, -1)
         m = s.m
+        delivered = rec.delivered
         if idx >= 0:
+            if m == SackVerdict.SKIP_ONCE or m == SackVerdict.ALWAYS_SKIP:
+                ev.signal(idx, PathSignal.ECN, now)
+                if delivered and idx in delivered:
+                    delivered.remove(idx)
             if m == SackVerdict.SKIP_ONCE:
                 ev.set_state(idx, EvState.SKIP, "sack_skip_once")
             elif m == SackVerdict.ALWAYS_SKIP:
                 ev.set_state(idx, EvState.ASSUMED_BAD, "sack_always_skip")
             elif s.pr and ev.states[idx] == EvState.ASSUMED_BAD:
                 ev.set_state(idx, EvState.GOOD, "probe_ok")
+        if delivered:
+            ev.delivered(delivered, now)
+            delivered.clear()
         if self.dyn_mpr and s.mpr:
             self.peer_mpr_psns = s.mpr * 128
             self.window = min(self.mpr_psns, self.peer_mpr_psns)
@@ -408,9 +425,26 @@ class Requester:
                 rec.inflight,
             )
         )
+        if self.cc_log_interval is not None and now >= self.next_cc_log:
+            self.next_cc_log = now + self.cc_log_interval
+            self._log_metrics(now, rtt, svc, m == SackVerdict.SKIP_ONCE)
         rec.detect_losses(now, cack + s.sack_offset if s.pr else None)
         if rec.lost or (self.unsent and d > 0):
             qp.mark_ready()
+
+    def _log_metrics(self, now: float, rtt: float | None, svc: float, ecn: bool) -> None:
+        """A qlog-style sample of the window and what this SACK told (rtt: the network RTT,
+        service_time: the responder's share; both from this SACK, absent without a sample)."""
+        rec = self.recovery
+        data: dict[str, object] = dict(self.cc.get_log_data())
+        data["bytes_in_flight"] = rec.inflight
+        data["smoothed_rtt"] = rec.rtt.srtt
+        data["min_rtt"] = rec.rtt.min_rtt
+        data["ecn_sack"] = ecn
+        if rtt is not None:
+            data["latest_rtt"] = rtt
+            data["sample_service_time"] = svc
+        self.qp.log(now, METRICS_UPDATED, **data)
 
     def _advance(self, d: int, now: float) -> None:
         """The cumulative ACK moved ``d`` PSNs: complete the WQEs it finished."""
@@ -439,7 +473,7 @@ class Requester:
                     )
                 )
 
-    def on_nack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_nack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         rec = self.recovery
         n = pkt.neth
@@ -464,12 +498,13 @@ class Requester:
         if reason == NackReason.TRIMMED:
             idx = self.ev.index.get(n.entropy, -1)
             if idx >= 0 and not self.rc:
+                self.ev.signal(idx, PathSignal.NACK, now)
                 self.ev.set_state(idx, EvState.SKIP, "nack_trimmed")
         size = rec.on_nack(psn, trimmed=trimmed)
         self.cc.on_nack(NackFeedback(now, n.entropy, reason, size, rec.inflight))
         qp.mark_ready()
 
-    def on_ack(self, pkt: MrcPacket, meta: object, now: float) -> None:
+    def on_ack(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         """RC baseline: cumulative ACK (BTH PSN = last in-order PSN) or NAK sequence error
         (BTH PSN = the PSN the responder expects): go back N from there."""
         qp = self.qp
@@ -478,6 +513,8 @@ class Requester:
         assert a is not None
         psn = unwrap_psn(pkt.bth.psn, rec.una)
         rec.on_feedback(now, answers_probe=True)
+        if rec.delivered:
+            rec.delivered.clear()  # RC: one EV, nothing to recycle
         if a.syndrome & 0x60 == RC_NAK_SEQ:
             qp.count("rx_nak_seq")
             expected = psn

@@ -137,6 +137,11 @@ class Responder:
     def on_data(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         qp = self.qp
         bth = pkt.bth
+        # when the packet reached the host (the NIC's timestamp): the service time runs from
+        # there, so time spent queued in the host counts as the host's, not the network's
+        arrived = meta.rx_time
+        if not 0.0 < arrived <= now:
+            arrived = now
         d = (bth.psn - self.cack - 1) & PSN_MASK  # unwrap against the next expected PSN
         psn = self.cack + 1 + (d - 0x1000000 if d >= 0x800000 else d)
         ts = pkt.tseth.tx_timestamp if pkt.tseth is not None else 0
@@ -148,7 +153,7 @@ class Responder:
         cack = self.cack
         if psn <= cack:
             qp.count("rx_dup")
-            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+            self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             return
         if psn >= self.limit:
             qp.count("rx_oor")
@@ -159,7 +164,7 @@ class Responder:
         if self.rbits & bit:
             qp.count("rx_dup")
             self.unrep |= bit
-            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+            self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             return
         if trimmed:
             qp.count("rx_trimmed")
@@ -193,18 +198,18 @@ class Responder:
                 self._complete_imm(cack)
         if meta.ce:
             qp.count("rx_ce")
-            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.SKIP_ONCE, False)
+            self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.SKIP_ONCE, False)
         elif gap or bth.ack_req:  # tell the requester about a new hole at once
-            self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+            self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
         else:
             self.pending += 1
             self.t_psn = psn
             self.t_ev = meta.ev
             self.t_ts = ts
             self.t_port = meta.port
-            self.t_time = now
+            self.t_time = arrived
             if self.pending >= self.coalesce:
-                self._sack(now, psn, meta.ev, ts, now, meta.port, SackVerdict.NONE, False)
+                self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             elif self.ack_deadline is None:
                 self.ack_deadline = now + self.ack_delay
 
@@ -295,7 +300,7 @@ class Responder:
         off = trig - cack
         if not -0x8000 <= off <= 0x7FFF:
             off = 0
-        if self.svc:
+        if self.svc and more == 3:  # follow-ups carry the first SACK's compensated stamp
             ts = (ts + int((now - arrived) * TS_PER_SECOND)) & TS_MASK
         # One SACK per few data packets: built with object.__new__ and slot stores (no
         # __init__ frames); require_fields below keeps the stores complete.

@@ -3,7 +3,9 @@
 predicate per packet. Used by the unit tests and usable as a small discrete-event simulator.
 
 Plane p of every host is wired to plane p of every other host through one switch-less link
-per direction; a plane can be cut (``plane_up``) to emulate a failed link.
+per direction; a plane can be cut (``plane_up``) to emulate a failed link. Every packet carries
+its arrival time (``RxMeta.rx_time``); ``host_delay`` holds a host's packets that long before
+it processes them (a host slow to handle what it receives).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class Network:
         self.rng = random.Random(self.model.seed)
         self.verdict: Verdict | None = None
         self.plane_up: dict[int, bool] = {}
+        # per host index: time between a packet's arrival at the host (RxMeta.rx_time) and
+        # its processing (a host that is slow to handle what it receives)
+        self.host_delay: dict[int, float] = {}
         self.events: list[list[Event]] = [[] for _ in hosts]
         self.sent: list[tuple[float, int, TxPacket]] = []
         self.delivered: list[tuple[float, int, MrcPacket, RxMeta]] = []
@@ -159,9 +164,11 @@ class Network:
                 dscp=dscp,
                 ce=verdict == MARK,
                 length=size,
+                rx_time=t,
             )
             self._seq += 1
-            heapq.heappush(self._heap, _Arrival(t, self._seq, h, pkt, meta))
+            held = self.host_delay.get(h, 0.0)
+            heapq.heappush(self._heap, _Arrival(t + held, self._seq, h, pkt, meta))
 
     def flush_tx(self) -> int:
         n = 0

@@ -1,20 +1,48 @@
 """Spraying policies: which usable EV carries the next packet of a QP.
 
 ``EvManager`` (ev.py) keeps the EV states and hands a policy the usable EVs (indices into the
-profile's EV list) whenever that set changes; the policy picks one per packet. The default,
-``FixedRotation``, walks a seeded pseudo-random permutation of all EVs round-robin over the
-usable ones; ``HostConfig.spray_factory(n_evs, seed)`` may supply another.
+profile's EV list) whenever that set changes; the policy picks one per packet. What came back
+on each EV is fed to the policy too (EV reflection: a SACK names the EV of its trigger, the
+requester knows the EV of every PSN it acknowledges): ``on_delivered`` with the EVs of packets
+that arrived unmarked (only when the policy ``wants_deliveries``), ``on_signal`` with ECN
+(SACK m=SKIP_ONCE), NACK (trimmed), LOSS (inferred) or TIMEOUT on one EV.
+
+Policies, chosen by name per EV profile (``EvProfile.spray``, ``SPRAY_POLICIES``) unless
+``HostConfig.spray_factory(n_evs, seed)`` supplies one:
+
+- ``rotation`` (``FixedRotation``, the default): a seeded pseudo-random permutation of all EVs
+  walked round-robin over the usable ones; feedback acts only through the EV states.
+- ``reps`` (``Reps``): recycled entropies. EVs whose packets came back unmarked go into a
+  small ring (16 entries) and carry the next packets, each once; when no fresh entry is left a
+  random usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round
+  robin, fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets
+  explore. ECN-marked, trimmed and lost packets are simply not recycled, so a congested path
+  gets fewer packets the more of them it marks.
+- ``bitmap`` (``BitmapPenalty``): the rotation, where each EV has a penalty (ECN +1, NACK or
+  loss +4, timeout +15, at most 15); an EV with a penalty is skipped and loses one point.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from enum import IntEnum
+from typing import ClassVar, Protocol
+
+
+class PathSignal(IntEnum):
+    """What came back on one EV (ordered by severity)."""
+
+    ECN = 1  # SACK m=SKIP_ONCE / ALWAYS_SKIP: the forward path saw congestion
+    NACK = 2  # NACK TRIMMED: a queue of the path was full
+    LOSS = 3  # inferred loss (fast, time, probe, per-packet timer)
+    TIMEOUT = 4  # ACK timeout of a packet sent on it
 
 
 class SprayPolicy(Protocol):
     """Chooses the next EV among the usable ones (indices into the profile's EV list)."""
+
+    wants_deliveries: bool  # feed on_delivered (costs a list per SACK)
 
     def rebuild(self, usable: Sequence[int]) -> None:
         """The usable set changed (kept in the policy's own order)."""
@@ -24,9 +52,19 @@ class SprayPolicy(Protocol):
         """Next usable index (not ``avoid`` when possible) or -1; and whether a round ended."""
         ...
 
+    def on_delivered(self, indices: Sequence[int], now: float) -> None:
+        """Packets sent on these EVs arrived unmarked (first transmissions only)."""
+        ...
+
+    def on_signal(self, index: int, signal: PathSignal, now: float) -> None:
+        """A congestion or failure signal on one EV."""
+        ...
+
 
 class FixedRotation:
     """A seeded permutation of all EVs, walked round-robin over the usable ones."""
+
+    wants_deliveries = False
 
     def __init__(self, n: int, seed: int) -> None:
         order = list(range(n))
@@ -66,3 +104,151 @@ class FixedRotation:
             wrapped = wrapped or pos >= n
         self._pos = 0 if wrapped else pos
         return idx, wrapped
+
+    def on_delivered(self, indices: Sequence[int], now: float) -> None:
+        return None
+
+    def on_signal(self, index: int, signal: PathSignal, now: float) -> None:
+        return None
+
+
+class Reps:
+    """Recycled entropy packet spraying (see the module docstring)."""
+
+    wants_deliveries = True
+    EXPLORE_AFTER_FREEZE = 16  # packets sent on random EVs once a freeze ends
+
+    def __init__(self, n: int, seed: int, freeze_s: float = 0.05, ring: int = 16) -> None:
+        self._rng = random.Random(seed)
+        self.freeze_s = freeze_s
+        # REPS's ring has 8 entries for a receiver that acknowledges every 4 packets; here
+        # one SACK acknowledges up to ack_coalesce (8) packets at once, so twice as many
+        # entries keep a SACK's worth of clean EVs from overwriting the previous one's.
+        self.RING = self.ring_size = ring
+        self._usable: list[int] = []
+        self._usable_set: set[int] = set()
+        self._ring = [-1] * self.RING
+        self._fresh = [False] * self.RING
+        self._head = 0  # next slot written
+        self._cursor = 0  # frozen mode: next slot reused
+        self._nfresh = 0
+        self.frozen_until: float | None = None
+        self.explore = 0
+        self._since_round = 0
+        self.recycled = 0  # packets on a recycled EV
+        self.explored = 0  # packets on a random EV
+
+    def rebuild(self, usable: Sequence[int]) -> None:
+        self._usable = list(usable)
+        self._usable_set = set(self._usable)
+
+    def _round(self) -> bool:
+        self._since_round += 1
+        if self._since_round >= max(1, len(self._usable)):
+            self._since_round = 0
+            return True
+        return False
+
+    def _random(self, avoid: int) -> int:
+        usable = self._usable
+        idx = usable[self._rng.randrange(len(usable))]
+        if idx == avoid and len(usable) > 1:
+            idx = usable[(usable.index(idx) + 1) % len(usable)]
+        self.explored += 1
+        return idx
+
+    def pick(self, avoid: int) -> tuple[int, bool]:
+        if not self._usable:
+            return -1, False
+        if self.explore > 0:
+            self.explore -= 1
+            return self._random(avoid), self._round()
+        ok = self._usable_set
+        ring, fresh = self._ring, self._fresh
+        if self.frozen_until is not None:
+            for _ in range(self.RING):
+                slot = self._cursor
+                self._cursor = (slot + 1) % self.RING
+                idx = ring[slot]
+                if idx in ok and idx != avoid:
+                    if fresh[slot]:
+                        fresh[slot] = False
+                        self._nfresh -= 1
+                    self.recycled += 1
+                    return idx, self._round()
+            return self._random(avoid), self._round()
+        while self._nfresh:
+            slot = (self._head - self._nfresh) % self.RING  # the oldest fresh entry
+            fresh[slot] = False
+            self._nfresh -= 1
+            idx = ring[slot]
+            if idx in ok and idx != avoid:
+                self.recycled += 1
+                return idx, self._round()
+        return self._random(avoid), self._round()
+
+    def on_delivered(self, indices: Sequence[int], now: float) -> None:
+        self._thaw(now)
+        ring, fresh = self._ring, self._fresh
+        for idx in indices:
+            slot = self._head
+            ring[slot] = idx
+            if not fresh[slot]:
+                fresh[slot] = True
+                self._nfresh += 1
+            self._head = (slot + 1) % self.RING
+        if self._nfresh > self.RING:
+            self._nfresh = self.RING
+
+    def on_signal(self, index: int, signal: PathSignal, now: float) -> None:
+        self._thaw(now)
+        if signal == PathSignal.TIMEOUT and self.frozen_until is None and self.explore == 0:
+            self.frozen_until = now + self.freeze_s
+
+    def _thaw(self, now: float) -> None:
+        if self.frozen_until is not None and now > self.frozen_until:
+            self.frozen_until = None
+            self._ring = [-1] * self.RING
+            self._fresh = [False] * self.RING
+            self._nfresh = 0
+            self.explore = self.EXPLORE_AFTER_FREEZE
+
+
+class BitmapPenalty(FixedRotation):
+    """The rotation with a per-EV penalty: skipped (and decremented) while positive."""
+
+    MAX_PENALTY = 15
+    PENALTY: ClassVar[dict[PathSignal, int]] = {
+        PathSignal.ECN: 1, PathSignal.NACK: 4, PathSignal.LOSS: 4, PathSignal.TIMEOUT: 15}
+
+    def __init__(self, n: int, seed: int) -> None:
+        super().__init__(n, seed)
+        self.penalty = [0] * n
+        self.skips = 0
+
+    def pick(self, avoid: int) -> tuple[int, bool]:
+        n = len(self._ring)
+        penalty = self.penalty
+        wrapped_any = False
+        for _ in range(n):
+            idx, wrapped = super().pick(avoid)
+            wrapped_any = wrapped_any or wrapped
+            if idx < 0 or penalty[idx] == 0:
+                return idx, wrapped_any
+            penalty[idx] -= 1
+            self.skips += 1
+        return super().pick(avoid)[0], True  # every EV penalised: take the next one anyway
+
+    def on_signal(self, index: int, signal: PathSignal, now: float) -> None:
+        if 0 <= index < len(self.penalty):
+            self.penalty[index] = min(self.MAX_PENALTY,
+                                      self.penalty[index] + self.PENALTY[signal])
+
+
+SprayFactory = Callable[[int, int], SprayPolicy]
+SPRAY_POLICIES: dict[str, SprayFactory] = {
+    "rotation": FixedRotation,
+    "reps": Reps,
+    "bitmap": BitmapPenalty,
+}
+"""Policies by the name an EV profile gives (``EvProfile.spray``)."""

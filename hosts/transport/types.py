@@ -99,7 +99,7 @@ class QpAttr:
     """
 
     qp_state: QpState = QpState.RESET
-    qp_hint: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
+    qp_hint: QpHintFlag = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH | QpHintFlag.SVC_TIME
     ev_profile_id: int = 0
     cc_profile_id: int = 0
     mpr_dest: int = 8
@@ -265,7 +265,8 @@ class RxMeta:
 
     ``ev`` is recovered from the UDP source port (and flow label) by the agent; ``ce`` is ECN
     Congestion Experienced; ``dscp`` lets the core recognise trimmed packets; ``length`` is the
-    frame length (for accounting).
+    frame length (for accounting); ``rx_time`` is when the frame reached the host, on the
+    core's clock (the NIC's receive timestamp; 0.0: unknown, the ``now`` of ``receive``).
     """
 
     port: int
@@ -275,6 +276,7 @@ class RxMeta:
     dscp: int = 0
     ce: bool = False
     length: int = 0
+    rx_time: float = 0.0
 
 
 @dataclass(slots=True)
@@ -311,5 +313,8 @@ class HostConfig:
     loss_factory: Callable[[int], LossDetector] | None = None
     seed: int = 1  # rotation permutations and request ids (deterministic)
     log_packets: bool = False  # emit a LogRecord per data packet sent/received (costly)
+    # congestion-control samples (recovery:metrics_updated) at most this often per QP, at a
+    # SACK (None: never)
+    cc_log_interval: float | None = None
     rx_penalty: int = 0  # responder backpressure (CC_STATE rcv_cwnd_pen), 0..127
     max_qps: int = 1 << 16

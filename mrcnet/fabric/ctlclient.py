@@ -1,4 +1,4 @@
-"""The orchestrator's controller client: EV profile for the run, link state, EV events.
+"""The orchestrator's controller client: EV and CC profiles for the run, link state, EV events.
 
 The run's EV profile (mrc_ctl model, docs/controller.md) is an explicit (EXP) array, format
 profile 1 and EV profile 1, shaped after the topology's EV layout so that spraying covers
@@ -8,6 +8,9 @@ UDP format (16 bits, EVs ``0xC000 | plane << 4 | k``, k = 0..15), ``stev`` 32 bi
 16 bits. The plane is part of every value, so an EV value names one EV of one port: the
 agents' cores address EVs by value (``HostCore.set_ev_state``), and a DENY of ``v@1`` must
 not touch plane 1.
+
+CC profile 1 is NSCC (``uet-1.0-nscc``) scaled to the fabric's host-link rate and a base RTT
+the orchestrator gives (mrcnet/fabric/orchestrator.py measures it on the running fabric).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import grpc
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from topologies.evlayout import ev_layout
-from topologies.model import PathMode, Topology
+from topologies.model import NodeKind, PathMode, Topology
 
 EV_PROFILE = 1
 FMT_PROFILE = 1
@@ -44,6 +47,23 @@ def ev_array(topo: Topology, mode: PathMode) -> tuple[pb.EvFmtMode, list[int], l
     return fmt, ([choice] if choice else []) + [total - choice], evs
 
 
+def host_link_rate(topo: Topology) -> float:
+    """A host NIC's rate in bit/s: the sum of its links' rates (one per plane), the largest
+    over the hosts (1 Gb/s per link when a link is unshaped). NSCC scales its window for it."""
+    endpoints = (NodeKind.HOST, NodeKind.GPU)
+    best = 0.0
+    for node in topo.nodes_of(*endpoints):
+        links = [topo.link_at(node.name, port) for port in topo.ports(node.name)]
+        best = max(best, sum((ln.params.rate_bps or 1e9) for ln in links if ln is not None))
+    return best or 1e9
+
+
+def topo_base_rtt(topo: Topology) -> float:
+    from topologies.paths import base_rtt
+
+    return base_rtt(topo)
+
+
 class CtlClient:
     """Thin typed wrapper over the controller's gRPC services on its unix socket."""
 
@@ -63,8 +83,9 @@ class CtlClient:
         if self._watch_thread is not None:
             self._watch_thread.join(2.0)
 
-    def setup_profiles(self, topo: Topology, mode: PathMode) -> int:
-        """Create and bring ONLINE the run's format and EV profile; returns the EV count."""
+    def setup_profiles(self, topo: Topology, mode: PathMode, lb_policy: str = "rotation") -> int:
+        """Create and bring ONLINE the run's format and EV profile (its QPs spray with
+        ``lb_policy``); returns the EV count."""
         fmt_mode, widths, evs = ev_array(topo, mode)
         t = self.timeout
         self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
@@ -81,25 +102,24 @@ class CtlClient:
                                  timeout=t)
         self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
             profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE, ev_min_active=1,
-            event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD])), timeout=t)
-        self.setup_cc_profile(topo)
+            event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD]),
+            lb_policy=lb_policy), timeout=t)
         return len(evs)
 
-    def setup_cc_profile(self, topo: Topology) -> None:
-        """CC profile 1: NSCC scaled to the fabric's fastest link and base RTT (distributed to
-        the agents, which store it; the run's QPs keep the fixed window: NSCC is not part of
-        the core yet)."""
+    def setup_cc_profile(self, topo: Topology, base_rtt_s: float | None = None) -> pb.NsccConfig:
+        """CC profile 1 ONLINE: NSCC scaled to the fabric's host-link rate and ``base_rtt_s``
+        (default: the topology's). Returns its parameters."""
         from controller.profile_store import nscc_defaults
-        from topologies.paths import base_rtt
 
-        rate = max((ln.params.rate_bps for ln in topo.links), default=0.0) or 1e9
-        nscc = nscc_defaults(rate, topo.fabric.base_rtt_s or base_rtt(topo), topo.fabric.mtu)
+        rate = host_link_rate(topo)
+        nscc = nscc_defaults(rate, base_rtt_s or topo_base_rtt(topo), topo.fabric.mtu)
         t = self.timeout
         self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
             profile_id=CC_PROFILE, state=pb.PROFILE_OFFLINE, algorithm="uet-1.0-nscc"),
             timeout=t)
         self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
             profile_id=CC_PROFILE, state=pb.PROFILE_ONLINE, nscc=nscc), timeout=t)
+        return nscc
 
     def ev_array(self) -> list[tuple[int, int]]:
         """(EV value, 1-based port) of the run's EV profile."""

@@ -7,15 +7,18 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 
 - ``sink``: registers ``size`` bytes, posts one receive, publishes its QP out of band
   (``OOB/<name>.json``), waits for the writer's final WriteImm, then reports the SHA-256 of
-  its buffer (the orchestrator compares it with an independent hash of the pattern).
+  its buffer (the orchestrator compares it with an independent hash of the pattern). With
+  ``throttle`` it also runs a CPU-hogging consumer for a while (host-side congestion).
 - ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
   ``depth`` outstanding, the last one a WriteImm.
 
-Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
-counters (retransmissions), and ``timing``: the agent loop's lag-meter snapshots
-(common/lag.py) when the transfer started and ended; the writer also lists ``progress`` =
-(Unix time, bytes whose Writes completed) at every completion, i.e. acknowledged goodput over
-time. Times are the run's clock (the agent's, common/vclock.py): ``seconds`` and ``timeout``
+Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state, its
+counters (retransmissions) and its congestion controller's state (``cc``), and ``timing``:
+the agent loop's lag-meter snapshots (common/lag.py) when the transfer started and ended; the
+writer also lists ``progress`` = (Unix time, bytes whose Writes completed) at every
+completion, i.e. acknowledged goodput over time. A job's ``cc_profile`` (default 0: none, the
+fixed window) is the CC profile its QP binds to at INIT (the orchestrator's run profile 1 is
+NSCC). Times are the run's clock (the agent's, common/vclock.py): ``seconds`` and ``timeout``
 are virtual seconds under time dilation and ``progress`` stamps are ``RunClock.unix`` times.
 Waiting for the peer's out-of-band file is a wall-clock guard.
 """
@@ -72,6 +75,7 @@ def _await_file(path: Path, timeout: float) -> dict[str, Any]:
 def _attr(job: dict[str, Any]) -> QpAttr:
     return QpAttr(
         ev_profile_id=int(job.get("ev_profile", 0)),
+        cc_profile_id=int(job.get("cc_profile", 0)),
         mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
         timeout=int(job.get("ack_timeout", 17)),
         retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
@@ -84,9 +88,58 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
     try:
         stats = dict(ctx.agent.call(core.qp_stats, qpn))
         state = ctx.agent.call(core.query_qp, qpn).qp_state.name
+        cc = dict(ctx.agent.call(core.qp_cc_log, qpn))
+        rtt = dict(ctx.agent.call(core.qp_rtt_stats, qpn))
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
-    return {"qpn": qpn, "qp_state": state, "qp_stats": stats}
+    return {"qpn": qpn, "qp_state": state, "qp_stats": stats, "cc": cc, "rtt": rtt}
+
+
+def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
+    """Wait until the controller's CC profile reached this agent (the orchestrator brings
+    it ONLINE once the base RTT is measured): a QP bound to a missing profile would silently
+    get the fixed window."""
+    core: Any = ctx.agent.core
+    deadline = time.monotonic() + timeout
+    while ctx.agent.call(core.cc_profile, profile_id) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"CC profile {profile_id} did not reach this agent within "
+                               f"{timeout:.0f} s")
+        time.sleep(POLL_S)
+
+
+class _Throttle:
+    """A consumer that hogs this process's CPU for a while (``{"after", "seconds", "burst",
+    "gap"}`` in seconds): work in bursts of ``burst`` that hold the interpreter lock (a
+    C-level sort, which never yields it), ``gap`` apart. The agent's loop shares the process,
+    so frames wait in the socket meanwhile: host-side congestion, as a slow application on
+    the receiving host makes it (the backpressure tests and docs/transport.md use it)."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.after = float(spec.get("after", 0.0))
+        self.seconds = float(spec.get("seconds", 1.0))
+        self.burst = float(spec.get("burst", 0.02))
+        self.gap = float(spec.get("gap", 0.005))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="throttle", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        if self._stop.wait(self.after):
+            return
+        items = list(range(1 << 16, 0, -1))
+        t0 = time.monotonic()
+        sorted(items)
+        n = max(1, round(self.burst / max(1e-6, time.monotonic() - t0) * len(items)))
+        work = list(range(n, 0, -1))  # sorted() of it holds the lock for about ``burst``
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end and not self._stop.is_set():
+            sorted(work)
+            self._stop.wait(self.gap)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5.0)
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +152,9 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
     buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    cc_profile = int(job.get("cc_profile", 0))
+    if cc_profile:
+        _await_cc_profile(ctx, cc_profile, timeout)
     cq = ctx.create_cq(int(job.get("cqe", 4096)))
     qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
     mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
@@ -119,8 +175,11 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     timing_start = agent.timing()
     start = clock()
     if not writer:
+        hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         wcs = cq.wait(1, timeout)
         elapsed = clock() - start
+        if hog is not None:
+            hog.stop()
         ok = bool(wcs) and wcs[0].status == WcStatus.SUCCESS
         return {"bytes": size if ok else 0, "seconds": elapsed,
                 "sha256": hashlib.sha256(buf).hexdigest() if ok else "",

@@ -9,7 +9,9 @@ a time series of
   retransmissions, not the best-effort queue of the hosts' kernel traffic);
 - ``drops`` (tail + down + random-loss drops, both directions, all ports), ``trims`` and
   ``ecn`` (per-queue counters), all as totals since the start;
-- ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``).
+- ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``);
+- ``cc``: the QPs' congestion control from their qlog samples (``QpTail``: window min/mean/
+  max, smoothed RTT, ECN-marked SACKs, largest receiver penalty), when a qlog folder is given.
 
 - ``behind``: the largest fraction of the interval any switch spent behind its schedule
   (its data-plane lag meter, common/lag.py), and which switch.
@@ -29,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from common.classes import BEST_EFFORT_PRIORITY
@@ -36,6 +39,7 @@ from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
 from mrcnet.fabric.bmv2_counters import Bmv2Counters, SwitchFigures
+from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
 
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
@@ -94,6 +98,7 @@ class Sample:
     plane_bytes: list[int]  # totals since the switches started (rates above are per window)
     behind: float = 0.0  # largest fraction of the window a switch was behind schedule
     behind_switch: str = ""
+    cc: dict[str, float] = field(default_factory=dict)  # QpTail.summary()
 
 
 def embedded_figures(resp: Any) -> SwitchFigures:
@@ -118,11 +123,14 @@ class StatsSampler:
     def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
                  interval: float = 0.5, show: bool = False,
                  clock: RunClock | None = None,
-                 bmv2: Mapping[str, Bmv2Counters] | None = None) -> None:
+                 bmv2: Mapping[str, Bmv2Counters] | None = None,
+                 qlog_dir: Path | None = None) -> None:
         """``interval``: seconds of the run's ``clock`` (default TDF 1). ``bmv2``: the
-        switches of ``addresses`` that are BMv2, read through their counters instead."""
+        switches of ``addresses`` that are BMv2, read through their counters instead.
+        ``qlog_dir``: the agents' qlog files (the QPs' congestion control, QpTail)."""
         self.clock = clock or RunClock(1.0)
         self.topo = topo
+        self.qps = QpTail(qlog_dir) if qlog_dir is not None else None
         self.addresses = addresses
         self.bmv2 = dict(bmv2 or {})
         self.tracker = tracker
@@ -224,13 +232,23 @@ class StatsSampler:
         dt = max(1e-6, now - last[0])
         bps = [(b - a) * 8 / dt for a, b in zip(last[1], delivered)]
         bad = self.tracker.counts().get("ASSUMED_BAD", 0)
+        cc: dict[str, float] = {}
+        if self.qps is not None:
+            self.qps.poll()
+            cc = self.qps.summary()
         s = Sample(now, bps, drops, trims, ecn, bad, list(delivered), round(behind, 4),
-                   behind_switch)
+                   behind_switch, cc)
         self.samples.append(s)
         if self.show:
             planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
             unit = "virtual s" if self.clock.dilated else "s"
             late = f" | behind {behind:.0%} ({behind_switch})" if behind > 0.01 else ""
+            cc_txt = ""
+            if cc:
+                cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
+                          f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
+                          f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
+                          f"pen {cc['penalty_max']:.0f}")
             print(f"[{now:6.2f} {unit}] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
-                  f"trims {trims} ecn {ecn}{late}", file=sys.stderr, flush=True)
+                  f"trims {trims} ecn {ecn}{late}{cc_txt}", file=sys.stderr, flush=True)
         return s

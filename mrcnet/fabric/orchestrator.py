@@ -3,7 +3,8 @@
 Start order (each step waits for readiness with a timeout whose message names the log):
 
 1. the run folder ``results/runs/<run-id>/`` and the run's topology file (the source file with
-   ``--rate`` applied to every link, so controller thresholds match the emulated links);
+   ``--rate`` and ``--delay`` applied to every link, so controller thresholds match the
+   emulated links);
 2. Mininet: host namespaces (with their kernel IPv6 addresses, mrcnet/fabric/hostnet.py),
    links, then every switch process (ready = gRPC listening); with ``pcap`` every switch
    port's capture (mrcnet/fabric/captures.py);
@@ -14,9 +15,11 @@ Start order (each step waits for readiness with a timeout whose message names th
    its registration snapshot);
 5. one agent per host in its namespace (ready = registered with the controller), each running
    the job app (mrcnet/fabric/hostjobs.py);
-6. the EV event subscription and the switch stats sampler; then ``fabric.json`` and the
-   fabric registry entry (common/fabric_registry.py) say how to attach: each switch's gRPC
-   address and device id, the controller socket.
+6. the EV event subscription, the CC profile (with NSCC: after a base RTT measurement on the
+   fabric, mrcnet/fabric/base_rtt.py; jobs bound to it wait until it reached their agent)
+   and the switch stats sampler; then ``fabric.json`` and the fabric registry entry
+   (common/fabric_registry.py) say how to attach: each switch's gRPC address and device id,
+   the controller socket.
 
 Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
 SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
@@ -53,20 +56,41 @@ from common import fabric_registry
 from common.netns import stop_process_group, wait_until
 from common.p4runtime_client import CONTROLLER_ELECTION_ID
 from common.vclock import RunClock
+from mrcnet.fabric.base_rtt import measure_base_rtt
 from mrcnet.fabric.builder import MininetFabric
 from mrcnet.fabric.captures import Captures
-from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
+from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
 from topologies.model import FabricKind, PathMode, Topology
+from topologies.paths import base_rtt
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
 ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
 CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
+
+
+CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
+LB_CHOICES = ("rotation", "reps", "bitmap")  # RunOptions.lb: the EV profile's spraying policy
+
+
+METRICS_INTERVAL = 0.5  # s between the agents' qlog metrics (what the live view reads)
+ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
+MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
+
+
+def ack_timeout_exponent(base_rtt_s: float) -> int:
+    """The mrc.h timeout exponent of the workloads' QPs: the smallest whose timeout
+    (1.024 us x 2^N) covers ACK_TIMEOUT_RTTS base RTTs, at least MIN_ACK_TIMEOUT. A timeout is
+    a last resort; a fixed one would be 60 RTTs on a 2 ms fabric and 12 on an 11 ms one."""
+    n = MIN_ACK_TIMEOUT
+    while n < 24 and 1.024e-6 * (1 << n) < ACK_TIMEOUT_RTTS * base_rtt_s:
+        n += 1
+    return n
 
 
 class FabricError(RuntimeError):
@@ -79,8 +103,14 @@ class RunOptions:
     switch: str = "embedded"
     mode: str | None = None  # default: the topology's path mode
     rate: str | None = "100Mbps"  # every link's rate (None: as in the file)
+    delay: str | None = None  # every link's one-way delay (None: as in the file)
     cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
     window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
+    # The workloads' congestion control: "fixed" (the window above) or "nscc" (CC profile 1).
+    # NSCC is not the default: it holds the incast targets but not yet the permutation and
+    # single-QP goodput ones at TDF 1 (docs/fabric.md, "NSCC").
+    cc: str = "fixed"
+    lb: str = "rotation"  # load balancing of the run's EV profile: rotation, reps, bitmap
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
@@ -94,8 +124,10 @@ class RunOptions:
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
     # new probe: EV probes every 50 ms, answers awaited 250 ms.
+    # recovery:metrics_updated every 10 ms per QP: the window, RTT, ECN and penalty in qlog.
     core_tuning: dict[str, float | int | None] = field(
-        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
+        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25,
+                                 "cc_log_interval": 0.01})
 
 
 def lag_tolerance(topo: Topology) -> float:
@@ -106,13 +138,15 @@ def lag_tolerance(topo: Topology) -> float:
     return topo.fabric.mtu * 8 / max(rates) if rates else 2e-3
 
 
-def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
+def _derive_topology(source: Path, out: Path, rate: str | None, delay: str | None = None
+                     ) -> Path:
     data = yaml.safe_load(Path(source).read_text())
-    if rate:
-        data.setdefault("link_defaults", {})["rate"] = rate
-        for link in data.get("links", []):
-            if isinstance(link, dict) and "rate" in link:
-                link["rate"] = rate
+    for key, value in (("rate", rate), ("delay", delay)):
+        if value:
+            data.setdefault("link_defaults", {})[key] = value
+            for link in data.get("links", []):
+                if isinstance(link, dict) and key in link:
+                    link[key] = value
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
 
@@ -145,6 +179,7 @@ class Fabric:
         self.timings: dict[str, float] = {}
         self.cli_workloads: list[dict[str, Any]] = []  # summaries of workloads run from the CLI
         self.link_log: list[dict[str, Any]] = []  # link/port changes: t (tracker clock), link, up
+        self.calibration: dict[str, Any] = {}  # the CC profile's base RTT and parameters
         self._stopped = False
 
     def __enter__(self) -> Fabric:
@@ -170,6 +205,10 @@ class Fabric:
 
     def _start(self) -> None:
         opts = self.opts
+        if opts.cc not in CC_CHOICES:
+            raise ValueError(f"congestion control {opts.cc!r}: one of {', '.join(CC_CHOICES)}")
+        if opts.lb not in LB_CHOICES:
+            raise ValueError(f"load balancing {opts.lb!r}: one of {', '.join(LB_CHOICES)}")
         t0 = time.monotonic()
         if opts.switch == "bmv2" and self.clock.dilated:
             raise FabricError(f"--tdf {opts.tdf:g}: BMv2 (simple_switch_grpc) runs on the wall "
@@ -177,7 +216,7 @@ class Fabric:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
         topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
-                                     opts.rate)
+                                     opts.rate, opts.delay)
         self.topo = topo = load(str(topo_path))
         self.mode = mode = PathMode(opts.mode) if opts.mode else topo.fabric.path_mode
         self.plan = plan = make_plan(topo, mode, self.prefix)
@@ -204,14 +243,16 @@ class Fabric:
         self._start_controller(topo_path, mode)
         self._step("controller", t0)
         assert self.ctl is not None
-        self.ctl.setup_profiles(topo, mode)
+        self.ctl.setup_profiles(topo, mode, opts.lb)
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)
         if opts.switch == "embedded":  # BMv2 has no lag meter
             self.fidelity = FidelityMonitor(self.clock, addresses, self.pids)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
-                                     self.clock, topo, self.fidelity)
+                                     self.clock, topo, self.fidelity, self.cc_profile)
+        self._setup_cc(topo)
+        self._step("cc_profile", t0)
         if not self.circuit:  # the live view samples packet switches' per-plane counters
             bmv2 = {}
             if opts.switch == "bmv2":
@@ -220,7 +261,8 @@ class Fabric:
                 bmv2 = {n: Bmv2Counters(sw.grpc_address, sw.device_id, sw.port_map())
                         for n, sw in self.mn.switches.items()}
             self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                        show=opts.show, clock=self.clock, bmv2=bmv2)
+                                        show=opts.show, clock=self.clock, bmv2=bmv2,
+                                        qlog_dir=self.run_dir / "qlog")
             self.sampler.start()
         info = self._write_state("running")
         fabric_registry.register(self.prefix, info)
@@ -229,6 +271,23 @@ class Fabric:
                  f"(P4Runtime, controller election id {info['election_id']}):")
         for name, sw in info["switches"].items():
             self.say(f"  {name:<16} {sw['grpc']:<22} device {sw['device_id']}")
+
+    def _setup_cc(self, topo: Topology) -> None:
+        """CC profile 1: with NSCC on a packet fabric, scaled for the base RTT measured on the
+        running fabric (mrcnet/fabric/base_rtt.py), else for the topology's."""
+        assert self.ctl is not None and self.runner is not None
+        base: float | None = None
+        if self.opts.cc == "nscc" and not self.circuit:
+            self.calibration = measure_base_rtt(self.runner, topo, self.check_alive)
+            base = self.calibration["base_rtt"]
+        nscc = self.ctl.setup_cc_profile(topo, base)
+        self.calibration["nscc"] = {f.name: v for f, v in nscc.ListFields()}
+        self.runner.ack_timeout = ack_timeout_exponent(base or base_rtt(topo))
+        self.calibration["ack_timeout"] = self.runner.ack_timeout
+        if base is not None:
+            self.say(f"NSCC scaled for a base RTT of {base * 1e3:.2f} ms (measured "
+                     f"{(self.calibration['measured_min_rtt'] or 0) * 1e3:.2f} ms, topology "
+                     f"{self.calibration['topology_base_rtt'] * 1e3:.2f} ms)")
 
     def _write_state(self, state: str) -> dict[str, Any]:
         """``fabric.json``: how to attach (``mrcnet run --attach``, ``mrcnet ctl``,
@@ -244,6 +303,7 @@ class Fabric:
             "results_dir": str(self.run_dir),
             "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
             "addresses": {h.name: [p.gid for p in h.ports] for h in self.plan.hosts},
+            "cc_profile": self.cc_profile,
             "topology": str(self.run_dir / "topology.yaml"),
             "mode": self.mode.value if self.mode else None,
             "tdf": self.clock.tdf, "clock_epoch": self.clock.epoch,
@@ -283,6 +343,11 @@ class Fabric:
         self.ctl = CtlClient(f"unix:{sock}")
 
     @property
+    def cc_profile(self) -> int:
+        """The CC profile the run's workloads bind their QPs to (0: the fixed window)."""
+        return CC_PROFILE if self.opts.cc == "nscc" else 0
+
+    @property
     def circuit(self) -> bool:
         """A photonic scale-up domain (GPUs around an OCS) rather than a packet fabric."""
         return self.topo is not None and self.topo.fabric.kind == FabricKind.CIRCUIT
@@ -293,6 +358,7 @@ class Fabric:
         extra: dict[str, Any] = {}
         core = dict(self.opts.core_tuning)
         if self.circuit:  # GPUs: built-in router, one EV per routing bucket
+            core.pop("cc_log_interval", None)  # collectives keep the fixed window: no samples
             ranks = [g.name for g in self.plan.hosts]
             extra = {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
                                 "gids": [[p.gid for p in g.ports] for g in self.plan.hosts]},
@@ -314,6 +380,7 @@ class Fabric:
             "srv6_templates": h.srv6_templates,
             "mtu": self.plan.topo.fabric.mtu,
             "qlog_dir": str(self.run_dir / "qlog"),
+            "metrics_interval": METRICS_INTERVAL,
             "cc_window": self.opts.window,
             "core": core,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",

@@ -91,8 +91,9 @@ def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
         ports = topo.ports(sw.name)
         ifnames = {p: _ifname(prefix, "s", sw.order, p) for p in sorted(ports)}
         egress = {p: link_spec(link.params) for p, link in ports.items()}
-        # GPUs queue their port's traffic (own and forwarded) by class, as NICs do
-        nic = ",nicprio=1" if sw.kind == NodeKind.OCS else ""
+        # Hosts and GPUs queue their port's traffic (own and, on a GPU, forwarded) by class,
+        # as MRC NICs do: acknowledgements (CONTROL) do not wait behind the host's own data.
+        nic = ",nicprio=1"
         ingress = {p: link_spec(link.params) + nic for p, link in ports.items()
                    if topo.node(link.other(sw.name).node).kind in endpoints}
         switches.append(SwitchPlan(sw.name, sw.order + 1, ifnames, egress, ingress))

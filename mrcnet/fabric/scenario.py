@@ -104,6 +104,9 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "samples": [asdict(s) for s in samples],
         "convergence": results.convergence_lines(fab.run_dir),
         "timings": fab.timings,
+        "cc": fab.opts.cc,
+        "lb": fab.opts.lb,
+        "cc_calibration": fab.calibration,
     }
     wall_t0 = time.time() - (time.monotonic() - fab.tracker.t0)
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),

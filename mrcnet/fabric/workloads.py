@@ -3,7 +3,8 @@
 ``all-to-all``: every ordered host pair; ``permutation``: each host writes to exactly one other
 and receives from exactly one (a random derangement with a fixed seed); ``shift:K``: host i
 writes to host i+K (declaration order; shift:2 on clos topologies crosses the spines with no
-incast); ``pair:A:B``: one flow. Every flow is a writer job on the source and a sink job on the destination (run by
+incast); ``pair:A:B``: one flow; ``incast:DST``: every other host writes to DST. Every flow
+is a writer job on the source and a sink job on the destination (run by
 mrcnet/fabric/hostjobs.py inside the agents). A flow is verified when the sink's SHA-256
 equals the hash the orchestrator computes itself from the pattern the writer sends, so
 ``verified_bytes`` counts only data that arrived exactly.
@@ -34,7 +35,7 @@ from mrcnet.fabric.fidelity import FidelityMonitor, Mark, agent_windows, assess
 from mrcnet.fabric.hostjobs import write_json
 from topologies.model import Topology
 
-WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST")
+WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST", "incast:DST")
 
 
 class WorkloadError(ValueError):
@@ -66,6 +67,12 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
             raise WorkloadError(f"{name!r}: expected pair:SRC:DST with two different hosts of "
                                 f"{', '.join(hosts)}")
         return [(parts[1], parts[2])]
+    if name.startswith("incast:"):
+        dst = name.partition(":")[2]
+        if dst not in hosts or len(hosts) < 2:
+            raise WorkloadError(f"{name!r}: expected incast:DST with DST one of "
+                                f"{', '.join(hosts)}")
+        return [(h, dst) for h in hosts if h != dst]
     raise WorkloadError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
 
 
@@ -104,6 +111,7 @@ class Workload:
     capacity_bps: float | None = None
     mark: Mark | None = None  # fidelity mark at submission
     fidelity: dict[str, Any] | None = None
+    cc_profile: int = 0
 
     def goodput(self) -> tuple[float, float]:
         """(verified bytes x 8 / span, span): span from the first Write to the last
@@ -127,6 +135,7 @@ class Workload:
         return {
             "workload": self.name,
             "qp_type": self.qp_type,
+            "cc_profile": self.cc_profile,
             "flows": len(self.flows),
             "completed": len(done) == len(self.flows) and len(verified) == len(self.flows)
             and not errors,
@@ -145,7 +154,10 @@ class Workload:
                 {"id": f.id, "src": f.src, "dst": f.dst, "bytes": f.size,
                  "verified": f.verified, "seconds": f.writer.get("seconds"),
                  "writer_qp": f.writer.get("qp_state"), "sink_qp": f.sink.get("qp_state"),
-                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx")}
+                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx"),
+                 "tx_data": f.writer.get("qp_stats", {}).get("tx_data"),
+                 "timeouts": f.writer.get("qp_stats", {}).get("timeouts", 0),
+                 "cc": f.writer.get("cc")}
                 for f in self.flows
             ],
         }
@@ -155,25 +167,30 @@ class WorkloadRunner:
     """Submits jobs to the hosts' job directories and collects their results.
 
     ``clock``: the run's (default TDF 1); ``topo`` (optional) gives each workload its
-    configured capacity; ``monitor`` (optional) its fidelity figures."""
+    configured capacity; ``monitor`` (optional) its fidelity figures; ``cc_profile`` the
+    QPs' CC profile (0: none, the fixed window)."""
 
     def __init__(self, run_dir: Path, hosts: list[str], ev_profile: int,
                  clock: RunClock | None = None, topo: Topology | None = None,
-                 monitor: FidelityMonitor | None = None) -> None:
+                 monitor: FidelityMonitor | None = None, cc_profile: int = 0) -> None:
         self.run_dir = run_dir
         self.hosts = hosts
         self.ev_profile = ev_profile
         self.clock = clock or RunClock(1.0)
         self.topo = topo
         self.monitor = monitor
+        self.cc_profile = cc_profile
+        self.ack_timeout: int | None = None  # the QPs' ACK timeout exponent (None: the job's)
         self.count = 0
 
     def jobs_dir(self, host: str) -> Path:
         return self.run_dir / "jobs" / host
 
     def submit(self, name: str, size: int, qp_type: str = "MRC", seed: int = 1,
-               timeout: float = 120.0, extra: dict[str, Any] | None = None) -> Workload:
+               timeout: float = 120.0, extra: dict[str, Any] | None = None,
+               cc_profile: int | None = None) -> Workload:
         pairs = flows_for(name, self.hosts, seed)
+        cc = self.cc_profile if cc_profile is None else cc_profile
         self.count += 1
         capacity = None
         if self.topo is not None:
@@ -185,13 +202,15 @@ class WorkloadRunner:
                 capacity = None
         mark = self.monitor.mark() if self.monitor is not None else None
         wl = Workload(name, qp_type, [], self.clock.now(), clock=self.clock.now,
-                      capacity_bps=capacity, mark=mark)
+                      capacity_bps=capacity, mark=mark, cc_profile=cc)
         oob = self.run_dir / "oob"
         for i, (src, dst) in enumerate(pairs):
             fid = f"w{self.count}f{i}-{src}-{dst}"
             flow = Flow(fid, src, dst, size, seed * 1000 + self.count * 100 + i)
             common = {"size": size, "seed": flow.seed, "qp_type": qp_type, "oob_dir": str(oob),
-                      "timeout": timeout, "ev_profile": self.ev_profile, **(extra or {})}
+                      "timeout": timeout, "ev_profile": self.ev_profile, "cc_profile": cc,
+                      **({"ack_timeout": self.ack_timeout} if self.ack_timeout else {}),
+                      **(extra or {})}
             for role, host, me, peer in (("sink", dst, "s", "w"), ("writer", src, "w", "s")):
                 d = self.jobs_dir(host)
                 d.mkdir(parents=True, exist_ok=True)

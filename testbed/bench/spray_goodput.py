@@ -1,9 +1,11 @@
 """``mrcnet bench spray``: permutation goodput as a fraction of the ideal, MRC vs ECMP.
 
-One fabric (default clos-1p in ECMP mode, every link ``--rate``) runs the same permutation
+One fabric (default clos-2p in ECMP mode, every link ``--rate``) runs the same permutation
 twice: ``shift:2`` (each host writes ``--size`` bytes to a host behind the other leaf and
-receives from one; no incast), first with MRC QPs spraying over all their EVs, then with RC
-QPs (one EV each: the ECMP single path, where two flows hashed onto one spine share it).
+receives from one; no incast), first with MRC QPs spraying over all their EVs (load balancing
+``--lb``), then with RC QPs (one EV each: the ECMP single path, where two flows hashed onto one
+spine share it). MRC QPs bind ``--cc`` (NSCC, the run's CC profile, or the fixed
+``--window``); RC QPs always use the fixed window (RC acknowledgements carry no CC state).
 
 fraction = (bytes of all flows x 8 / time until the last flow completed) / ideal, with ideal
 = the largest aggregate rate of the permutation over the fabric (max-flow, see
@@ -23,12 +25,16 @@ from testbed.bench.failover_goodput import capacity
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--topology", default="clos-1p")
+    parser.add_argument("--topology", default="clos-2p")
     parser.add_argument("--mode", default="ecmp")
     parser.add_argument("--rate", default="20Mbps")
     parser.add_argument("--size", default="4MiB", help="bytes per flow")
     parser.add_argument("--tdf", type=float, default=1.0,
                         help="time-dilation factor of the run's clock (times are virtual)")
+    parser.add_argument("--delay", default=None, help="one-way delay of every link")
+    parser.add_argument("--cc", default="nscc", choices=["nscc", "fixed"])
+    parser.add_argument("--lb", default="reps", choices=["rotation", "reps", "bitmap"])
+    parser.add_argument("--window", default="128KiB", help="the fixed window (--cc fixed)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -41,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
     size = parse_size(args.size)
     out: dict[str, Any] = {}
-    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate, tdf=args.tdf))
+    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
+                            delay=args.delay, tdf=args.tdf,
+                            cc=args.cc, lb=args.lb, window=int(parse_size(args.window))))
     try:
         fab.start()
         assert fab.topo is not None and fab.runner is not None
@@ -50,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
         summaries = []
         for key, qp in (("mrc", "MRC"), ("ecmp", "RC")):
             print(f"[bench spray] {qp} ...", file=sys.stderr, flush=True)
-            wl = fab.runner.submit("shift:2", size, qp, timeout=300)
+            # RC acknowledgements carry no CC_STATE: the RC baseline runs the fixed window
+            wl = fab.runner.submit("shift:2", size, qp, timeout=300,
+                                   cc_profile=0 if qp == "RC" else None)
             fab.runner.wait(wl, 330, fab.check_alive)
             s = wl.summary()
             summaries.append(s)
@@ -60,8 +70,11 @@ def run(args: argparse.Namespace) -> int:
             out[f"{key}_bps"] = round(rate)
             out[f"{key}_completed"] = bool(s["completed"])
             out[f"{key}_faithful"] = bool((s.get("fidelity") or {}).get("faithful"))
+            out[f"{key}_retransmitted"] = int(s["retransmitted_packets"])
+            out[f"{key}_timeouts"] = sum(int(f["timeouts"] or 0) for f in s["per_flow"])
         out["ideal_bps"] = round(ideal)
         out["tdf"] = args.tdf
+        out["cc"], out["lb"] = args.cc, args.lb
         out["results_dir"] = collect(fab, summaries, None)["results_dir"]
     finally:
         fab.stop()

@@ -66,7 +66,8 @@ def _wait(pred: Callable[[], bool], what: str) -> None:
 
 def test_profiles_denials_and_reports(server: ControllerServer) -> None:
     ctl = CtlClient(server.address)
-    ctl.setup_profiles(load("clos-2p"), PathMode.STEV)
+    ctl.setup_profiles(load("clos-2p"), PathMode.STEV, "reps")
+    ctl.setup_cc_profile(load("clos-2p"), 2e-3)
     agent = StandInAgent("h0")
     link = CtlLink(agent, server.address)  # type: ignore[arg-type]
     link.start()
@@ -78,8 +79,10 @@ def test_profiles_denials_and_reports(server: ControllerServer) -> None:
         core_prof = agent.core._ev_profiles[EV_PROFILE]
         assert [(e.ev, e.port) for e in core_prof.entries] == [
             (int(e.value), int(e.port) - 1) for e in evs]
+        assert core_prof.spray == "reps"  # the profile's load balancing
         cc = agent.core._cc_profiles[CC_PROFILE]  # the NSCC profile, stored by the core
         assert cc.algorithm == "uet-1.0-nscc" and cc.params["mtu"] == 4096
+        assert cc.params["base_rtt_ns"] == 2_000_000  # the base RTT the orchestrator gave
         _wait(lambda: ctl.agents() == {"h0": True}, "agent attached")
         # DENY: sent to the agent, the EV leaves the profile new QPs bind to
         ctl.set_ev_state([(0x100, 1)], pb.EV_DENIED)

@@ -596,3 +596,104 @@ def test_two_port_batches_reach_the_core_in_psn_order_per_qp() -> None:
     assert qp7 == psns  # 0xFFFFFE, 0xFFFFFF, 0, 1, ... in order despite the wrap
     assert [psn for _, qpn, psn in core.order if qpn == 9] == [99, 100]
     assert sorted(p for p, _, _ in core.order) == [0] * 5 + [1] * 5
+
+
+class _ArrivalCore(StubCore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrivals: list[tuple[float, float]] = []  # (rx_time, now)
+        self.penalties: list[tuple[int, bool]] = []
+
+    def receive(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
+        self.arrivals.append((meta.rx_time, now))
+
+    def set_host_backpressure(self, penalty: int, restore: bool = False) -> None:
+        self.penalties.append((penalty, restore))
+
+
+def test_frames_carry_their_kernel_arrival_on_the_core_clock_and_the_wait_is_measured() -> None:
+    import socket as socketmod
+    import time
+
+    from common.pktio import SO_TIMESTAMPNS
+
+    a, b = socket_pair_ports()
+    b.sock.setsockopt(socketmod.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # as NicPort does on a NIC
+    cfg = agent_config("hb", "fd00::bb", "02:00:00:00:00:0a", "02:00:00:00:00:0b")
+    sender = agent_config("ha", "fd00::aa", "02:00:00:00:00:0b", "02:00:00:00:00:0a")
+    tx = _tx(sender, 1)
+    tx.dst_gid = cfg.ports[0].gid
+    core = _ArrivalCore()
+    agent = Agent(cfg, core, monitor_links=False, ports=[b])
+    try:
+        sent_at = agent.now()
+        for _ in range(3):
+            a.send(build_frame_for(sender, tx))
+        time.sleep(0.02)  # the frames wait 20 ms in the socket before the loop reads them
+        agent._receive_all(agent.now())
+    finally:
+        agent.stop()
+        a.close()
+    assert len(core.arrivals) == 3
+    for rx_time, now in core.arrivals:
+        assert sent_at - 2e-3 <= rx_time <= sent_at + 5e-3  # when the kernel got it
+        assert now - rx_time >= 0.019
+    assert agent.rx_wait.max >= 0.019 and agent.rx_wait.avg > 0
+
+
+def test_the_receive_wait_becomes_the_hosts_penalty_and_its_restore() -> None:
+    from hosts.agent.backpressure import RxWait
+
+    w = RxWait(low=0.005, high=0.015)
+    for _ in range(40):
+        w.observe(0.001, 0.001, 64)
+    assert not w.update() and w.penalty == 0  # below low: nothing changes
+    for _ in range(80):
+        w.observe(0.015, 0.005, 64)  # frames waited 10 ms on average: halfway to high
+    assert w.update()
+    assert w.penalty == 64 and not w.restore  # ceil(127 x 5 / 10)
+    for _ in range(80):
+        w.observe(0.030, 0.030, 64)
+    w.update()
+    assert w.penalty == 127  # capped
+    for _ in range(80):
+        w.observe(0.0, 0.0, 64)
+    assert w.update() and (w.penalty, w.restore) == (0, True)  # over: restore
+    assert not w.update()  # unchanged
+    window = w.window()
+    assert window["rx_wait_max"] == 0.030 and window["frames"] == 280 * 64
+    assert RxWait(0.0, 0.0).update() is False  # disabled
+
+
+def test_the_wait_is_averaged_over_frames_not_batches() -> None:
+    """A host that stalls: one big batch whose frames waited, then many one-frame batches
+    read at once; the average follows the frames (most waited), not the batch count."""
+    from hosts.agent.backpressure import RxWait
+
+    w = RxWait(low=0.005, high=0.05)
+    for _ in range(40):  # per stall: 60 frames waited 20 .. 0 ms, then 27 single frames
+        w.observe(0.020, 0.0, 60)
+        for _ in range(27):
+            w.observe(0.0)
+    assert 0.005 < w.avg < 0.010  # per frame: 60 x 10 ms / 87 = 6.9 ms
+    assert w.update() and w.penalty > 0
+
+
+def test_a_penalty_change_goes_to_the_core_and_the_qlog(tmp_path: Path) -> None:
+    cfg = agent_config("hb", "fd00::bb", "02:00:00:00:00:0a", "02:00:00:00:00:0b",
+                       qlog_dir=str(tmp_path))
+    a, b = socket_pair_ports()
+    core = _ArrivalCore()
+    agent = Agent(cfg, core, monitor_links=False, ports=[b])
+    try:
+        agent.rx_wait.observe(0.04, 0.04, 1000)
+        agent._iteration([], agent.now())
+        agent.rx_wait.observe(0.0, 0.0, 1000)
+        agent._iteration([], agent.now())
+    finally:
+        agent.stop()
+        a.close()
+    assert core.penalties[0][0] > 0 and core.penalties[-1] == (0, True)
+    _, events = read_qlog(tmp_path / "hb-agent.sqlog")
+    bp = [e["data"] for e in events if e["name"] == "mrc:backpressure"]
+    assert [(d["penalty"] > 0, d["restore"]) for d in bp] == [(True, False), (False, True)]

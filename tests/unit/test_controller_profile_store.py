@@ -381,3 +381,22 @@ def test_mode_change_resets_the_ev_universe() -> None:
     # back to EXP: a fresh unpopulated array of ev_count entries
     prof, _ = store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, mode=pb.EV_MODE_EXP))
     assert [(e.value, e.port) for e in prof.evs] == [(0, 0), (0, 0)]
+
+
+def test_the_load_balancing_policy_is_part_of_the_ev_profile() -> None:
+    from controller.profile_store import LB_POLICIES
+    from hosts.transport.spray import SPRAY_POLICIES
+
+    assert set(LB_POLICIES) == set(SPRAY_POLICIES)  # what agents can run
+    store = ProfileStore(ports=2)
+    fmt_online(store)
+    exp_profile(store, count=2)
+    fill(store, 1, [(1, 1), (2, 2)])
+    msgs = online(store)
+    assert msgs[0].ev_profile.lb_policy == ""  # unset: agents use the rotation
+    e = err(store.modify_ev, pb.ModifyEvProfileRequest(profile_id=1, lb_policy="ecmp"))
+    assert e.kind == ErrorKind.INVALID and "lb_policy" in e.message
+    assert store.ev_profile(1).lb_policy == ""  # nothing applied
+    # changeable while ONLINE: the whole profile is sent again
+    _, msgs = store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, lb_policy="reps"))
+    assert [m.ev_profile.lb_policy for m in msgs] == ["reps"]

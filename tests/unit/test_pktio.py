@@ -66,6 +66,32 @@ def test_batches_partial_batches_and_eagain(
 
 
 @pytest.mark.parametrize("c_ext", IMPLS)
+def test_receive_times_come_with_the_frames(
+    pair: tuple[socket.socket, socket.socket], c_ext: bool
+) -> None:
+    import time
+
+    a, b = pair
+    rx = pktio.RxBuffers(8, 4096, c_ext=c_ext)
+    stamps = [-1.0] * 8
+    a.send(b"no stamp")  # timestamps are off: the frame carries none
+    assert rx.recv(b, None, stamps) == 1 and stamps[0] == 0.0
+    b.setsockopt(socket.SOL_SOCKET, pktio.SO_TIMESTAMPNS, 1)
+    t0 = time.time()
+    sent = _frames(5, seed=7)
+    pktio.send_batch(a, sent, c_ext=c_ext)
+    t1 = time.time()
+    n = rx.recv(b, None, stamps)
+    assert n == 5
+    assert [bytes(rx.views[i][: rx.lengths[i]]) for i in range(n)] == sent
+    assert all(t0 - 1e-3 <= t <= t1 + 1e-3 for t in stamps[:5])  # CLOCK_REALTIME seconds
+    assert stamps[:5] == sorted(stamps[:5]) and stamps[5:] == [-1.0] * 3
+    assert rx.recv(b, None, stamps) == 0
+    with pytest.raises(ValueError, match="stamps"):
+        rx.recv(b, 8, [0.0] * 3)
+
+
+@pytest.mark.parametrize("c_ext", IMPLS)
 def test_recv_bytes_returns_independent_copies_and_honours_limit(
     pair: tuple[socket.socket, socket.socket], c_ext: bool
 ) -> None:

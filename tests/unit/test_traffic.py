@@ -283,3 +283,15 @@ def test_service_into_delivers_what_service_delivers_per_port() -> None:
     assert sum(map(len, got_a.values())) == 300
     # strict priority changed the order within each port: not simply arrival order
     assert any(v != sorted(v) for v in got_a.values())
+
+
+def test_queueing_delay_histogram_counts_each_packets_wait() -> None:
+    from switch.traffic import WAIT_BUCKET_S
+
+    sh = Shaper(1, LinkConfig(rate_bps=8 * MBPS, qpkts=100))  # 1000 B -> 1 ms on the wire
+    for _ in range(3):
+        sh.enqueue(b"x" * 1000, 0, 0.0)  # all at t = 0: they wait 0, 1 and 2 ms
+    sh.enqueue(b"y" * 1000, 0, 2.5e-3)  # the wire frees at 3 ms: waits 0.5 ms
+    sh.service(1.0, [])
+    per_ms = round(1e-3 / WAIT_BUCKET_S)
+    assert sh.stats.queues[0].wait_hist == {0: 1, per_ms: 1, 2 * per_ms: 1, per_ms // 2: 1}

@@ -145,10 +145,10 @@ def test_a_qp_resolves_its_profiles_algorithm(registry: dict[str, ccmod.CcFactor
 def test_an_unknown_algorithm_fails_loudly_and_changes_nothing() -> None:
     h = make_host(1)
     h.set_ev_profile(default_profile())
-    h.set_cc_profile(CcProfile(2, "uet-1.0-nscc"))
+    h.set_cc_profile(CcProfile(2, "uet-2.0-future"))
     q = h.create_qp(QpOptions().qp_type, 0, 0)
     attr = QpAttr(qp_state=QpState.INIT, ev_profile_id=1, cc_profile_id=2)
-    with pytest.raises(QpError, match=r"unknown congestion control 'uet-1.0-nscc' .*none"):
+    with pytest.raises(QpError, match=r"unknown congestion control 'uet-2.0-future' .*none"):
         h.modify_qp(q, attr, M.STATE | M.HINT | M.EV_PROFILE | M.CC_PROFILE)
     assert h.query_qp(q).qp_state == QpState.RESET and h.query_qp(q).ev_profile_id == 0
 

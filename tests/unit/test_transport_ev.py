@@ -393,8 +393,16 @@ def test_pluggable_spray_policy_and_loss_detector() -> None:
     from hosts.transport.loss import LossDetector
 
     class FirstOnly:
+        wants_deliveries = False
+
         def __init__(self, n: int, seed: int) -> None:
             self.usable: list[int] = []
+
+        def on_delivered(self, indices: Sequence[int], now: float) -> None:
+            return None
+
+        def on_signal(self, index: int, signal: object, now: float) -> None:
+            return None
 
         def rebuild(self, usable: Sequence[int]) -> None:
             self.usable = list(usable)
