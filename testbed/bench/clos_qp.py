@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", default="128KiB", help="the fixed window")
     parser.add_argument("--src", default="h0")
     parser.add_argument("--dst", default="h3")
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the run's clock (rates and times virtual)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -63,6 +65,8 @@ def measure(fab: Any, src: str, dst: str, size: int, cc_profile: int) -> dict[st
            for k in procs}
     return {
         "completed": bool(summary["completed"]),
+        "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
+        "max_lag_fraction": (summary.get("fidelity") or {}).get("max_lag_fraction"),
         "goodput_bps": round(size * 8 / seconds) if seconds > 0 else 0,
         "retransmitted_fraction": round(rtx / packets, 5) if packets else None,
         "retransmitted_packets": rtx,
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     size = int(parse_size(args.size))
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
     fab = Fabric(RunOptions(topology="clos-2p", rate=args.rate, cc="nscc", lb=args.lb,
-                            window=int(parse_size(args.window)), show=False))
+                            window=int(parse_size(args.window)), show=False, tdf=args.tdf))
     out: dict[str, Any] = {}
     try:
         fab.start()
@@ -92,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             out[cc] = measure(fab, args.src, args.dst, size,
                               fab.cc_profile if cc == "nscc" else 0)
         out["base_rtt_s"] = fab.calibration.get("base_rtt")
+        out["tdf"] = args.tdf
         out["results_dir"] = str(fab.run_dir)
     finally:
         fab.stop()
@@ -101,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         for cc in ccs:
             r = out[cc]
             print(f"{cc:6s} {r['goodput_bps'] / 1e6:.0f} Mb/s, retransmitted "
-                  f"{r['retransmitted_fraction']:.3%}, timeouts {r['timeouts']}, CPU us per "
+                  f"{r['retransmitted_fraction']:.3%}, timeouts {r['timeouts']}, "
+                  f"{'faithful' if r['faithful'] else 'NOT faithful'}, CPU us per "
                   f"packet {r['cpu_us_per_packet']}")
     return 0

@@ -34,6 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="16MiB")
     parser.add_argument("--lb", default="reps,rotation", help="comma-separated policies")
     parser.add_argument("--cc", default="nscc", choices=["nscc", "fixed"])
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the run's clock (rates and times virtual)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -71,11 +73,11 @@ def _uplink_packets(fab: Any) -> dict[tuple[str, int], int]:
     return out
 
 
-def measure(lb: str, topo_path: Path, size: int, cc: str) -> dict[str, Any]:
+def measure(lb: str, topo_path: Path, size: int, cc: str, tdf: float = 1.0) -> dict[str, Any]:
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
 
     fab = Fabric(RunOptions(topology=str(topo_path), mode="stev", rate=None, lb=lb, cc=cc,
-                            show=False))
+                            show=False, tdf=tdf))
     try:
         fab.start()
         assert fab.topo is not None and fab.runner is not None
@@ -93,6 +95,7 @@ def measure(lb: str, topo_path: Path, size: int, cc: str) -> dict[str, Any]:
         stats = flow.writer.get("qp_stats", {})
         return {
             "completed": bool(summary["completed"]),
+            "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
             "slow_share": round(sent[(SLOW[0], slow_port)] / total, 4) if total else None,
             "uplink_packets": {f"{k[0]}:{k[1]}": v for k, v in sorted(sent.items())},
             "goodput_bps": round(size * 8 / seconds) if seconds else 0,
@@ -108,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
     from common.units import parse_rate, parse_size
 
     size = int(parse_size(args.size))
-    out: dict[str, Any] = {"even_share": 0.25}
+    out: dict[str, Any] = {"even_share": 0.25, "tdf": args.tdf}
     with tempfile.TemporaryDirectory(prefix="mrcnet-slow-") as tmp:
         topo_path = slow_topology(parse_rate(args.rate), Path(tmp) / "clos-2p-slow.yaml")
         for lb in [x.strip() for x in args.lb.split(",") if x.strip()]:
             print(f"[bench congested-path] {lb} ...", file=sys.stderr, flush=True)
-            out[lb] = measure(lb, topo_path, size, args.cc)
+            out[lb] = measure(lb, topo_path, size, args.cc, args.tdf)
     if "reps" in out and "rotation" in out:
         out["targets"] = {
             "reps_slow_share_below_a_third_of_even": (out["reps"]["slow_share"] or 1) < 0.25 / 3,

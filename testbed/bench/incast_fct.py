@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lb", default="reps", choices=["rotation", "reps", "bitmap"])
     parser.add_argument("--cc", default="nscc,fixed",
                         help="comma-separated congestion controls to run, in order")
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the run's clock (rates and times virtual)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -143,6 +145,8 @@ def measure(fab: Any, receiver: str, size: int, cc_profile: int, timeout: float)
         "p99_queue_delay_s": round(hist_percentile(hist, bucket, 0.99), 5),
         "goodput_fraction": round(total * 8 / makespan / rate, 4) if makespan > 0 else 0.0,
         "completed": bool(summary["completed"]),
+        "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
+        "max_lag_fraction": (summary.get("fidelity") or {}).get("max_lag_fraction"),
         "senders": len(wl.flows),
         "bottleneck_bps": rate,
         "retransmitted_packets": int(summary["retransmitted_packets"]),
@@ -170,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
     fab = Fabric(RunOptions(topology=args.topology, rate=None if args.rate == "file" else args.rate,
                             window=int(parse_size(args.window)), cc="nscc", lb=args.lb,
-                            show=False))
+                            show=False, tdf=args.tdf))
     out: dict[str, Any] = {}
     summaries: list[dict[str, Any]] = []
     try:
@@ -182,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
         target = fab.calibration.get("nscc", {}).get("target_delay_ns", 0) * 1e-9
         out["nscc_target_delay_s"] = target
         out["base_rtt_s"] = fab.calibration.get("base_rtt")
+        out["tdf"] = args.tdf
         if "nscc" in out:
             n = out["nscc"]
             out["targets"] = {

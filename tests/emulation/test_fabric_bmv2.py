@@ -120,7 +120,11 @@ def test_cli_link_port_and_stats_on_bmv2(
         fab.set_host_port("h1", 1, True)
         wait_until(lambda: _port_down(fab, "p1-leaf0", 2) == 0, 20,
                    "p1-leaf0 port 2 up after h1 port 1 came back")
-        log = (fab.run_dir / "controller.log").read_text()
+        # the controller logs a port change when it recomputed routes (cp-delay later)
+        logfile = fab.run_dir / "controller.log"
+        wait_until(lambda: "p1-leaf0 port 2 up" in logfile.read_text(), 20,
+                   "the controller logged p1-leaf0 port 2 up")
+        log = logfile.read_text()
     finally:
         fab.stop()
     assert "link p0-leaf0:3 -- p0-spine0:1 down" in out
