@@ -140,6 +140,7 @@ class Agent:
         self.iterations = 0
         self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
         self._timer_floor = 0.0
+        self._armed = 0.0  # the earliest deadline when the loop last went to sleep
         try:
             if ports is not None:
                 if len(ports) != len(config.ports):
@@ -323,10 +324,12 @@ class Agent:
             timer = max(timer, self._timer_floor)
             if timer < deadline:
                 deadline = timer
+        self._armed = deadline
         return max(0.0, deadline - now)
 
     def _iteration(self, ready: list[tuple[int, int]], now: float) -> None:
         self.iterations += 1
+        woke = now
         for fd, _mask in ready:
             if fd == self._wake_fd:
                 try:
@@ -343,7 +346,13 @@ class Agent:
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
-            self.lag.due(max(timer, self._timer_floor), now)
+            due = max(timer, self._timer_floor)
+            if due < self._armed:
+                # earlier than anything known when the loop went to sleep: the timer was set
+                # during this iteration (e.g. "probe the EV that just went bad at once"), so
+                # it was not due before the loop woke
+                due = min(max(due, woke), now)
+            self.lag.due(due, now)
             if now - timer > self.timer_lag_max:
                 self.timer_lag_max = now - timer
             self.core.handle_timer(now)

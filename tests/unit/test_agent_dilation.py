@@ -44,3 +44,25 @@ def test_core_timer_fires_after_the_dilated_wait(tdf: float, tmp_path: Path) -> 
         pb.close()
     header, _events = read_qlog(tmp_path / "hx-agent.sqlog")
     assert header["trace"]["common_fields"]["time_dilation"] == tdf
+
+
+def test_a_timer_set_in_the_past_during_an_iteration_is_not_late_since_then(
+    tmp_path: Path,
+) -> None:
+    """The core may set a timer "at once" (0.0: e.g. probe the EV that just went bad); it was
+    not due before the loop woke, so the lag meter must not count the run's age as lag."""
+    pa, pb = socket_pair_ports()
+    core = StubCore()
+    cfg = agent_config("hz", "fd00::1", "02:00:00:00:00:02", "02:00:00:00:00:01",
+                       metrics_interval=10.0)
+    agent = Agent(cfg, core, monitor_links=False, ports=[pa], run_clock=RunClock(1.0))
+    agent.start()
+    try:
+        agent.call(lambda: setattr(core, "timer_at", 0.0))
+        wait_until(lambda: bool(core.timer_calls), 10, "the core timer to fire")
+        snap = agent.timing()
+        assert snap["events"] >= 1
+        assert snap["max_lag_s"] < 1.0, snap  # not time.monotonic() (the machine's uptime)
+    finally:
+        agent.stop()
+        pb.close()
