@@ -509,7 +509,8 @@ class Agent:
             "loop_iterations": self.iterations,
             "timer_stalls": self.timer_stalls,
         }
-        stats = getattr(self.core, "stats", None)
+        host_stats = getattr(self.core, "host_stats", None)
+        stats = host_stats() if callable(host_stats) else getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)
         self.qlog.event(None, METRICS_SAMPLED, data, now)

@@ -98,6 +98,7 @@ CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
     "endpoint_timeout": (float, 1e-6, 60.0, False),  # endpoint request answer timeout (s)
     "endpoint_retries": (int, 0, 100, False),  # port status update retransmissions
     "rx_penalty": (int, 0, 127, False),  # responder backpressure (CC_STATE rcv_cwnd_pen)
+    "ack_backoff_cap": (int, 1, 1 << 30, False),  # ACK-timeout backoff stops at T x this
 }
 
 

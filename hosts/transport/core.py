@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from common.classes import TrafficClass
+from hosts.transport.counters import add_counts
 from hosts.transport.lognames import RX_ERROR
 from hosts.transport.memory import MemoryRegion, MemoryTable
 from hosts.transport.profiles import CcProfile, EvProfile
@@ -53,6 +54,7 @@ class _EpRequest:
     deadline: float
     retries_left: int
     owner: tuple[Qp, int] | None  # (QP, EV index) for EV probes of ASSUMED_BAD EVs
+    mask: int | None = None  # a port status update's mask when not this host's own
 
 
 class HostCore:
@@ -67,6 +69,7 @@ class HostCore:
         self.memory = MemoryTable()
         self.events: deque[Event] = deque()
         self.stats: dict[str, int] = {}
+        self._retired: dict[str, int] = {}  # event counters of destroyed QPs (host totals)
         self._qps: dict[int, Qp] = {}
         self._ready: dict[Qp, None] = {}
         self._ev_profiles: dict[int, EvProfile] = {}
@@ -190,16 +193,32 @@ class HostCore:
         )
 
     def qp_stats(self, qpn: int) -> dict[str, int]:
-        """Counters of one QP (tx_data, tx_rtx, rx_sack, loss_fast, timeouts, ...)."""
-        qp = self._qp(qpn)
+        """Counters of one QP (tx_data, tx_rtx, rtx_<trigger>, rx_nack_<reason>, timeouts,
+        ev_state_<reason>, ...; docs/transport.md, "Counters")."""
+        return self._qp_counters(self._qp(qpn))
+
+    @staticmethod
+    def _qp_counters(qp: Qp) -> dict[str, int]:
         out = dict(qp.stats)
         if qp.ev is not None:
             out["ev_refused"] = qp.ev.refused
             out["ev_fallbacks"] = qp.ev.fallbacks
         if qp.req is not None:
             qp.req.recovery.add_stats(out)
+            qp.req.add_stats(out)
         if qp.resp is not None:
-            out["rx_data"] = qp.resp.n_rx_data
+            qp.resp.add_stats(out)
+        return out
+
+    def host_stats(self) -> dict[str, int]:
+        """The host's counters: its own (endpoint operations, drops before any QP) plus the
+        event counters of every QP, destroyed ones included (levels such as bytes in flight
+        are per QP only)."""
+        out = dict(self._retired)
+        for qp in self._qps.values():
+            add_counts(out, self._qp_counters(qp))
+        for key, value in self.stats.items():
+            out[key] = out.get(key, 0) + value
         return out
 
     def qp_rtt(self, qpn: int) -> float | None:
@@ -211,12 +230,13 @@ class HostCore:
         """The QP's congestion-control state (``CongestionControl.get_log_data``)."""
         return dict(self._qp(qpn).cc.get_log_data())
 
-    def set_dynamic_mpr(self, qpn: int, mpr_units: int) -> None:
-        """Responder side: advertise a new MPR (units of 128 PSNs, <= mpr_dest)."""
+    def set_dynamic_mpr(self, qpn: int, mpr_units: int, now: float = 0.0) -> bool:
+        """Responder side: advertise a new MPR (units of 128 PSNs, <= mpr_dest) in the QP's
+        following SACKs; True when the advertised value changed."""
         qp = self._qp(qpn)
         if qp.resp is None:
             raise QpError(f"QP {qpn} is not RTR/RTS")
-        qp.resp.set_dynamic_mpr(mpr_units * 128)
+        return qp.resp.set_dynamic_mpr(mpr_units * 128, now)
 
     def set_backpressure(self, qpn: int, penalty: int, restore: bool = False) -> None:
         """Responder host backpressure: CC_STATE rcv_cwnd_pen (0..127) and restore flag of the
@@ -228,6 +248,7 @@ class HostCore:
 
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
+        add_counts(self._retired, self._qp_counters(qp))
         del self._qps[qpn]
         self._ready.pop(qp, None)
         for rid in [r for r, e in self._ep.items() if e.owner and e.owner[0] is qp]:
@@ -383,11 +404,14 @@ class HostCore:
         back as an EndpointResponse (or EndpointTimeout) event."""
         return self._ep_send(EndpointOp.EV_PROBE, dst_gid, port, ev, now, None)
 
-    def send_port_status_update(self, dst_gid: bytes, now: float) -> int:
-        """Announce this host's port_status_mask to one peer address (via the first up port);
+    def send_port_status_update(self, dst_gid: bytes, now: float, mask: int | None = None) -> int:
+        """Announce a port_status_mask to one peer address (via the first up port): this
+        host's own, or ``mask`` (bit p = local port p usable) when the controller gives one;
         returns the request id."""
         port = next((i for i, p in enumerate(self.config.ports) if p.up), 0)
-        return self._ep_send(EndpointOp.PORT_STATUS_UPDATE, dst_gid, port, 0, now, None)
+        if mask is not None and not 0 <= mask <= 0xFFFFFFFF:
+            raise ValueError("port_status_mask is 32 bits")
+        return self._ep_send(EndpointOp.PORT_STATUS_UPDATE, dst_gid, port, 0, now, None, mask)
 
     def ev_probe_for_qp(self, qp: Qp, idx: int, dst_gid: bytes, port: int, now: float) -> None:
         assert qp.ev is not None
@@ -404,23 +428,29 @@ class HostCore:
         ev: int,
         now: float,
         owner: tuple[Qp, int] | None,
+        mask: int | None = None,
     ) -> int:
         rid = self._next_req
         self._next_req = (rid + 1) & PSN_MASK
-        retries = self.config.endpoint_retries if op == EndpointOp.PORT_STATUS_UPDATE else 0
+        psu = op == EndpointOp.PORT_STATUS_UPDATE
+        retries = self.config.endpoint_retries if psu else 0
         self._ep[rid] = _EpRequest(
-            op, bytes(dst_gid), port, ev, now, now + self.config.endpoint_timeout, retries, owner
+            op, bytes(dst_gid), port, ev, now, now + self.config.endpoint_timeout, retries, owner,
+            mask,
         )
-        self._ctrl.append(self._ep_packet(rid, op, dst_gid, port, ev, now))
+        self._ctrl.append(self._ep_packet(rid, op, dst_gid, port, ev, now, mask))
         self._count("tx_ep_request")
+        self._count("tx_psu" if psu else "tx_ev_probe")
         return rid
 
     def _ep_packet(
-        self, rid: int, op: int, dst_gid: bytes, port: int, ev: int, now: float
+        self, rid: int, op: int, dst_gid: bytes, port: int, ev: int, now: float,
+        mask: int | None = None,
     ) -> TxPacket:
         pkt = MrcPacket(
             Bth(opcode=Opcode.EP_REQUEST, dest_qp=ENDPOINT_QP, psn=rid),
-            erth=Erth(op=op, port_status_mask=self._mask, tx_timestamp=ts16(now)),
+            erth=Erth(op=op, port_status_mask=self._mask if mask is None else mask,
+                      tx_timestamp=ts16(now)),
         )
         return TxPacket(pkt, port, bytes(dst_gid), ev, TrafficClass.CONTROL, False)
 
@@ -431,7 +461,7 @@ class HostCore:
         if r.retries_left > 0:
             r.retries_left -= 1
             r.deadline = now + self.config.endpoint_timeout
-            self._ctrl.append(self._ep_packet(rid, r.op, r.dst_gid, r.port, r.ev, now))
+            self._ctrl.append(self._ep_packet(rid, r.op, r.dst_gid, r.port, r.ev, now, r.mask))
             self._count("tx_ep_retry")
             return
         del self._ep[rid]
@@ -450,8 +480,11 @@ class HostCore:
             e = pkt.erth
             self._count("rx_ep_request")
             if e.op == EndpointOp.PORT_STATUS_UPDATE:
+                self._count("rx_psu")
                 self._peer_port_status(meta.src_gid, e.port_status_mask, now)
-            elif e.op != EndpointOp.EV_PROBE:
+            elif e.op == EndpointOp.EV_PROBE:
+                self._count("rx_ev_probe")
+            else:
                 self._count("rx_ep_bad_op")
                 return
             resp = MrcPacket(
@@ -473,6 +506,8 @@ class HostCore:
                 return
             self._count("rx_ep_response")
             x = pkt.eeth
+            self._count("rx_psu_response" if r.op == EndpointOp.PORT_STATUS_UPDATE
+                        else "rx_ev_probe_response")
             svc = x.service_time / TS_PER_SECOND
             rtt = max(0.0, min(now - r.sent, ts_elapsed(now, x.tx_timestamp)) - svc)
             self.events.append(
@@ -487,10 +522,26 @@ class HostCore:
                     x.port_status_mask,
                 )
             )
-            if r.owner is not None and r.owner[0].qpn in self._qps:
-                r.owner[0].ev_probe_answered(r.owner[1], now)
+            if r.op == EndpointOp.EV_PROBE:
+                self._ev_probe_answered(r, now)
         else:
             self._count("rx_ep_malformed")
+
+    def _ev_probe_answered(self, r: _EpRequest, now: float) -> None:
+        """An EV probe came back: its EV reached the peer, so it is GOOD again in every QP
+        that sends to that peer address over it (endpoint operations are GID-scoped), the
+        probing QP's included. Probes the controller asked for revive EVs as well."""
+        reason = "ev_probe_ok" if r.owner is not None else "ctl_ev_probe_ok"
+        revived = 0
+        for qp in self._qps.values():
+            mgr = qp.ev
+            if mgr is None or r.port >= len(qp.dest_gids) or qp.dest_gids[r.port] != r.dst_gid:
+                continue
+            idx = mgr.index.get(r.ev)
+            if idx is not None and mgr.ports[idx] == r.port:
+                revived += qp.ev_probe_answered(idx, now, reason)
+        if revived:
+            self._count("ev_probe_revived", revived)
 
     def _peer_port_status(self, src_gid: bytes, mask: int, now: float) -> None:
         src = bytes(src_gid)
@@ -502,4 +553,5 @@ class HostCore:
         for qp in self._qps.values():
             if src in qp.dest_gids:
                 nplanes = len(qp.dest_gids)
+                qp.count("peer_psu")
                 qp.planes_changed(None, mask & ((1 << nplanes) - 1), now)

@@ -14,6 +14,7 @@ ACK_TIMEOUT = "recovery:ack_timeout"
 PACKETS_LOST = "recovery:packets_lost"
 RX_ERROR = "transport:rx_error"
 PACKET_SENT = "transport:packet_sent"
+MPR_UPDATED = "transport:mpr_updated"
 
 # host agent (hosts/agent)
 EV_STATE_CHANGED = "mrc:ev_state_changed"

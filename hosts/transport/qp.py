@@ -18,6 +18,7 @@ from hosts.transport.cc import (
     congestion_control_factory,
     registered_algorithms,
 )
+from hosts.transport.counters import EV_STATE_PREFIX
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import QP_STATE
 from hosts.transport.memory import MemoryTable
@@ -219,6 +220,7 @@ class Qp:
     def _on_ev_change(self, idx: int, old: EvState, new: EvState, reason: str) -> None:
         ev = self.ev
         assert ev is not None and self.ev_profile is not None
+        self.count(EV_STATE_PREFIX + reason)
         self.emit(
             EvStateChanged(
                 self.qpn, self.ev_profile.profile_id, ev.evs[idx], ev.ports[idx], old, new, reason
@@ -566,13 +568,18 @@ class Qp:
                 nxt = at
         self.next_ev_probe = nxt if nxt != float("inf") else now + base
 
-    def ev_probe_answered(self, idx: int, now: float) -> None:
+    def ev_probe_answered(self, idx: int, now: float, reason: str = "ev_probe_ok") -> bool:
+        """An EV probe on EV ``idx`` towards our peer came back: the EV is GOOD again (with
+        ``reason``: ``ev_probe_ok`` for the datapath's probes, ``ctl_ev_probe_ok`` for the
+        controller's); True when it was ASSUMED_BAD."""
         self.ev_probe_at.pop(idx, None)
         self.ev_probe_wait.pop(idx, None)
         ev = self.ev
         if ev is not None and idx < len(ev.states) and ev.states[idx] == EvState.ASSUMED_BAD:
-            ev.set_state(idx, EvState.GOOD, "ev_probe_ok")
+            ev.set_state(idx, EvState.GOOD, reason)
             self.host.mark_ready(self)
+            return True
+        return False
 
     def planes_changed(self, local_mask: int | None, remote_mask: int | None, now: float) -> None:
         """A local port or a peer plane changed: EVs follow at once, and packets in flight on

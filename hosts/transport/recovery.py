@@ -26,6 +26,16 @@ from collections import deque
 from typing import Protocol
 
 from hosts.transport.cc import CongestionControl
+from hosts.transport.counters import (
+    RTX_ACK_TIMEOUT,
+    RTX_COUNTERS,
+    RTX_GO_BACK,
+    RTX_NACK,
+    RTX_PER_PACKET_TIMER,
+    RTX_PLANE_DOWN,
+    RTX_PROBE,
+    RTX_SACK_GAP,
+)
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
 from hosts.transport.loss import LossDetector, ReorderThreshold
@@ -105,6 +115,8 @@ class Recovery:
         self.r_ev = [-1] * size
         self.r_cnt = [0] * size
         self.r_flags = [0] * size
+        self.r_why = [0] * size  # RTX_* code: why the PSN was last put in the retransmit set
+        self.rtx_by = [0] * len(RTX_COUNTERS)  # retransmissions per trigger
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
         # Loss detection runs per plane: each plane is its own network with its own queues,
@@ -136,6 +148,9 @@ class Recovery:
         self.probe_id = 0
         self.probe_time = 0.0
         self.timeout_s = float("inf")
+        self.last_interval = 0.0  # the ACK-timeout interval that expired last (s)
+        self.max_interval = 0.0
+        self.backoff_cap = max(1, cfg.ack_backoff_cap)
         self.linear_cnt = 0
         self.exp_cnt = 0
         self.probe_after = float("inf")
@@ -170,6 +185,7 @@ class Recovery:
         if rtx:
             self.r_cnt[slot] += 1
             self.n_rtx += 1
+            self.rtx_by[self.r_why[slot]] += 1
             size = self.r_size[slot]
             flags = self.r_flags[slot]
             if not flags & FLAG_INFLIGHT:
@@ -319,7 +335,8 @@ class Recovery:
         slot = psn & self.mask
         if trimmed:
             self.r_flags[slot] |= FLAG_TRIMMED
-        self.mark_lost(psn)
+        if self.mark_lost(psn, RTX_NACK):
+            self.qp.count("loss_nack")
         return self.r_size[slot]
 
     def transmissions(self, psn: int) -> int:
@@ -332,9 +349,10 @@ class Recovery:
         return tries >= self.linear_cnt + self.exp_cnt + 1
 
     # -- loss ------------------------------------------------------------------------------
-    def mark_lost(self, psn: int) -> bool:
-        """Put an unacknowledged PSN in the retransmit set; False if it is not outstanding,
-        acknowledged or already lost."""
+    def mark_lost(self, psn: int, why: int) -> bool:
+        """Put an unacknowledged PSN in the retransmit set (``why``: the RTX_* trigger its
+        retransmission is counted under); False if it is not outstanding, acknowledged or
+        already lost."""
         rel = psn - self.una
         if rel < 0 or psn >= self.next_psn:
             return False
@@ -343,6 +361,7 @@ class Recovery:
             return False
         self.lost |= bit
         slot = psn & self.mask
+        self.r_why[slot] = why
         f = self.r_flags[slot]
         if f & FLAG_INFLIGHT:
             self.inflight -= self.r_size[slot]
@@ -366,7 +385,7 @@ class Recovery:
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._inferred_loss(psn):
+                    if self._inferred_loss(psn, RTX_SACK_GAP):
                         found += 1
                     continue
                 break
@@ -386,7 +405,7 @@ class Recovery:
                 continue
             if t <= limit:
                 gorder.popleft()
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, RTX_SACK_GAP):
                     found += 1
                 continue
             break
@@ -394,10 +413,10 @@ class Recovery:
             self.qp.count("loss_time", found)
             self._log_lost("time", found, now)
 
-    def _inferred_loss(self, psn: int) -> bool:
+    def _inferred_loss(self, psn: int, why: int) -> bool:
         """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
         a row with none delivered in between is assumed bad (a silently dead path or plane)."""
-        if not self.mark_lost(psn):
+        if not self.mark_lost(psn, why):
             return False
         if self.rc:
             return True
@@ -425,7 +444,7 @@ class Recovery:
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, RTX_PROBE):
                 found += 1
         self.probe_time = 0.0
         if found:
@@ -436,9 +455,10 @@ class Recovery:
         """RC: everything outstanding is retransmitted (go-back-N)."""
         if self.next_psn - self.una <= 0:
             return
-        for psn in range(self.una, self.next_psn):
-            self.mark_lost(psn)
+        found = sum(self.mark_lost(psn, RTX_GO_BACK) for psn in range(self.una, self.next_psn))
         self.qp.count("rc_go_back")
+        if found:
+            self.qp.count("loss_go_back", found)
         self.qp.mark_ready()
 
     def on_planes_lost(self, ports: set[int], now: float) -> None:
@@ -447,7 +467,7 @@ class Recovery:
         found = 0
         for psn in range(self.una, self.next_psn):
             idx = self.r_ev[psn & self.mask]
-            if idx >= 0 and ports_of[idx] in ports and self.mark_lost(psn):
+            if idx >= 0 and ports_of[idx] in ports and self.mark_lost(psn, RTX_PLANE_DOWN):
                 found += 1
         if found:
             self.qp.count("loss_plane_down", found)
@@ -459,19 +479,32 @@ class Recovery:
         self.una = self.next_psn
 
     # -- timers ----------------------------------------------------------------------------
+    def _backoff(self) -> int:
+        """Multiplier of the ACK timeout now: 1 for the first linear_cnt expiries, then
+        doubling per expiry, capped at ``HostConfig.ack_backoff_cap``."""
+        k = self.retries - self.linear_cnt
+        if k <= 0:
+            return 1
+        return min(1 << min(k, 30), self.backoff_cap)
+
     def _interval(self) -> float:
         """The current ACK timeout: T for the first linear_cnt expiries, then doubling."""
-        k = self.retries
-        if k <= self.linear_cnt:
-            return self.timeout_s
-        return self.timeout_s * (1 << min(k - self.linear_cnt, 30))
+        return self.timeout_s * self._backoff()
+
+    def _probe_due(self) -> float:
+        """When the next reliability probe goes out: ``probe_after`` of silence, or, while one
+        is unanswered, ``probe_after`` times the ACK timeout's backoff after it (a probe lost on
+        a dead path must not end probing)."""
+        if self.probe_pending:
+            return self.probe_time + self.probe_after * self._backoff()
+        return self.last_feedback + self.probe_after
 
     def next_timer(self) -> float | None:
         if self.una >= self.next_psn:
             return None
         t = self.last_progress + self._interval()
-        if not self.probe_pending and not self.rc:
-            tp = self.last_feedback + self.probe_after
+        if not self.rc:
+            tp = self._probe_due()
             if tp < t:
                 t = tp
         if self.per_packet is not None:
@@ -489,18 +522,19 @@ class Recovery:
             self._per_packet_expired(now)
         if now >= self.last_progress + self._interval() and not self._ack_timeout(now):
             return  # retries exhausted: the QP is in ERR
-        if (
-            not self.rc
-            and not self.probe_pending
-            and now >= self.last_feedback + self.probe_after
-            and self.una < self.next_psn
-        ):
+        if not self.rc and now >= self._probe_due() and self.una < self.next_psn:
+            if self.probe_pending:
+                self.qp.count("probe_expired")  # unanswered: the next one takes another EV
             self._send_probe(now)
 
     def _ack_timeout(self, now: float) -> bool:
         """One ACK timeout expiry; False when it exhausted the retries (QP failed)."""
         qp = self.qp
+        interval = self._interval()
         self.retries += 1
+        self.last_interval = interval
+        if interval > self.max_interval:
+            self.max_interval = interval
         qp.count("timeouts")
         if self.exp_cnt < EXP_CNT_INFINITE and self.retries > self.linear_cnt + self.exp_cnt:
             qp.fail(
@@ -509,7 +543,8 @@ class Recovery:
                 f"local ACK timeout: {self.retries - 1} retries exhausted at PSN {self.una}",
             )
             return False
-        qp.log(now, ACK_TIMEOUT, una=self.una, retries=self.retries)
+        qp.log(now, ACK_TIMEOUT, una=self.una, retries=self.retries, interval=interval,
+               next_interval=self._interval())
         # everything whose last copy is at least one timeout old is presumed lost, and the
         # EVs those copies took (unless they were trimmed) are assumed bad
         stale = now - self.timeout_s
@@ -518,15 +553,15 @@ class Recovery:
         r_ev = self.r_ev
         mask = self.mask
         bad: set[int] = set()
+        found = 0
         for psn in range(self.una, self.next_psn):
             slot = psn & mask
-            if (
-                r_time[slot] <= stale
-                and self.mark_lost(psn)
-                and not r_flags[slot] & FLAG_TRIMMED
-                and r_ev[slot] >= 0
-            ):
-                bad.add(r_ev[slot])
+            if r_time[slot] <= stale and self.mark_lost(psn, RTX_ACK_TIMEOUT):
+                found += 1
+                if not r_flags[slot] & FLAG_TRIMMED and r_ev[slot] >= 0:
+                    bad.add(r_ev[slot])
+        if found:
+            qp.count("loss_ack_timeout", found)
         if not self.rc:
             for idx in sorted(bad):
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "ack_timeout")
@@ -545,7 +580,7 @@ class Recovery:
                 _ps, psn, _t, seq = order.popleft()
                 if psn < una or self.r_seq[psn & self.mask] != seq:
                     continue
-                if self._inferred_loss(psn):
+                if self._inferred_loss(psn, RTX_PER_PACKET_TIMER):
                     found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)
@@ -578,6 +613,12 @@ class Recovery:
         out["bytes_in_flight"] = self.inflight
         out["tx_data"] = self.txseq
         out["tx_rtx"] = self.n_rtx
+        for name, n in zip(RTX_COUNTERS, self.rtx_by):
+            if n:
+                out[name] = n
+        if self.last_interval:
+            out["timeout_interval_us"] = round(self.last_interval * 1e6)
+            out["timeout_max_interval_us"] = round(self.max_interval * 1e6)
         thrs = [getattr(d, "threshold", None) for d in self.detectors]
         ints = [t for t in thrs if isinstance(t, int)]
         if ints:

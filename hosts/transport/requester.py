@@ -14,8 +14,9 @@ from collections import deque
 from typing import Protocol
 
 from hosts.transport.cc import CongestionControl, NackFeedback, SackFeedback
+from hosts.transport.counters import nack_reason_name
 from hosts.transport.ev import EvManager
-from hosts.transport.lognames import PACKET_SENT
+from hosts.transport.lognames import MPR_UPDATED, PACKET_SENT
 from hosts.transport.ops import (
     OP_WRITE_FIRST,
     OP_WRITE_LAST,
@@ -174,6 +175,9 @@ class Requester:
         self.msn = 0
         self.rqmsn = 0
         self.wimm_inflight = 0
+        self.wimm_inflight_max = 0
+        self.wimm_blocked = False  # the current WriteImm waits for max_wimm (a stall)
+        self.span_peak = 0  # largest PSN span in flight since the window last changed
         self.rcvd_bytes_wire = 0
         self.use_ts = bool(hint & QpHintFlag.TSETH)
         self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
@@ -232,6 +236,9 @@ class Requester:
             if not w.started:
                 if w.is_imm and self.wimm_inflight >= self.max_wimm:
                     self.qp.count("tx_wimm_blocked")
+                    if not self.wimm_blocked:
+                        self.wimm_blocked = True
+                        self.qp.count("wimm_stalls")
                     break
                 size = min(mtu, w.length)
             else:
@@ -247,11 +254,16 @@ class Requester:
                 w.last_psn = psn + w.npkts - 1
                 self.outstanding.append(w)
                 if w.is_imm:
+                    self.wimm_blocked = False
                     self.wimm_inflight += 1
+                    if self.wimm_inflight > self.wimm_inflight_max:
+                        self.wimm_inflight_max = self.wimm_inflight
             self.r_wqe[slot] = w
             tx = self._build(psn, slot, now, False, idx, size)
             if psn == w.last_psn:
                 unsent.popleft()
+            if psn - rec.una >= self.span_peak:
+                self.span_peak = psn - rec.una + 1
             out.append(tx)
             n += 1
         return n
@@ -385,9 +397,10 @@ class Requester:
                 ev.set_state(idx, EvState.ASSUMED_BAD, "sack_always_skip")
             elif s.pr and ev.states[idx] == EvState.ASSUMED_BAD:
                 ev.set_state(idx, EvState.GOOD, "probe_ok")
-        if self.dyn_mpr and s.mpr:
-            self.peer_mpr_psns = s.mpr * 128
-            self.window = min(self.mpr_psns, self.peer_mpr_psns)
+        if self.dyn_mpr and s.mpr and s.mpr * 128 != self.peer_mpr_psns:
+            self._peer_mpr(s.mpr * 128, now)
+        if s.pr:
+            qp.count("probe_answered")
         # congestion-control feedback
         delta = 0
         if not stale:
@@ -411,6 +424,28 @@ class Requester:
         rec.detect_losses(now, cack + s.sack_offset if s.pr else None)
         if rec.lost or (self.unsent and d > 0):
             qp.mark_ready()
+
+    def _peer_mpr(self, psns: int, now: float) -> None:
+        """Dynamic MPR: the responder advertised a new MPR; the window follows (never above
+        our own MPR), and a shrink pauses new transmissions until the window allows them."""
+        self.peer_mpr_psns = psns
+        window = min(self.mpr_psns, psns)
+        if window == self.window:
+            return
+        qp = self.qp
+        qp.count("mpr_window_changes")
+        qp.log(now, MPR_UPDATED, side="requester", old=self.window, new=window,
+               peak=self.span_peak)
+        self.window = window
+        self.span_peak = 0
+        qp.mark_ready()
+
+    def add_stats(self, out: dict[str, int]) -> None:
+        """The requester's gauges for ``HostCore.qp_stats``."""
+        out["mpr_window"] = self.window
+        out["mpr_window_peak"] = self.span_peak
+        if self.wimm_inflight_max:
+            out["wimm_inflight_max"] = self.wimm_inflight_max
 
     def _advance(self, d: int, now: float) -> None:
         """The cumulative ACK moved ``d`` PSNs: complete the WQEs it finished."""
@@ -446,7 +481,7 @@ class Requester:
         assert n is not None
         psn = unwrap_psn(n.nack_psn, rec.una)
         reason = n.reason
-        qp.count(f"rx_nack_{reason:#x}")
+        qp.count("rx_nack_" + nack_reason_name(reason))
         rec.on_feedback(now, answers_probe=False)
         if reason == NackReason.UNEXP_EVENT:
             qp.fail(now, WcStatus.REM_ACCESS_ERR, f"peer NACK UNEXP_EVENT at PSN {psn}")

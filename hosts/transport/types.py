@@ -304,6 +304,7 @@ class HostConfig:
     ev_probe_interval: float = 1e-3  # how often ASSUMED_BAD EVs are EV-probed
     endpoint_timeout: float = 5e-3  # endpoint request response timeout
     endpoint_retries: int = 3  # port status update retransmissions
+    ack_backoff_cap: int = 64  # the exponential ACK-timeout backoff stops growing at T x this
     default_cc_window: int = 1 << 30  # bytes, for the default NoCongestionControl
     cc_factory: Callable[[CcProfile | None, int], CongestionControl] | None = None
     # pluggable policies: (number of EVs, seed) -> spraying policy; (qpn) -> loss detector

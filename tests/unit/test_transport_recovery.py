@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from hosts.transport.cc import NoCongestionControl
+from hosts.transport.counters import RTX_NACK
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
 from hosts.transport.profiles import EvEntry
@@ -153,9 +154,9 @@ def test_lost_bytes_leave_flight_and_a_retransmission_brings_them_back() -> None
     r = rig()
     r.rec.on_sent(0, 0, SIZE, 0.0, False)
     r.rec.on_sent(1, 1, SIZE, 0.0, False)
-    assert r.rec.mark_lost(1) and not r.rec.mark_lost(1)  # once
+    assert r.rec.mark_lost(1, RTX_NACK) and not r.rec.mark_lost(1, RTX_NACK)  # once
     assert r.rec.lost == bits(1) and r.rec.inflight == SIZE
-    assert not r.rec.mark_lost(2)  # never sent
+    assert not r.rec.mark_lost(2, RTX_NACK)  # never sent
     r.rec.lost = 0  # the requester takes PSN 1 for retransmission
     r.rec.on_sent(1, 2, 0, 5e-6, True)
     assert r.rec.inflight == 2 * SIZE and r.rec.transmissions(1) == 1
@@ -174,7 +175,7 @@ def test_service_time_is_taken_out_of_the_rtt_and_retransmitted_triggers_give_no
     # Karn: a trigger that was retransmitted gives no sample
     r.rec.on_cumulative_ack(1, 130e-6)
     r.rec.on_sent(1, 0, SIZE, 140e-6, False)
-    r.rec.mark_lost(1)
+    r.rec.mark_lost(1, RTX_NACK)
     r.rec.lost = 0
     r.rec.on_sent(1, 1, 0, 150e-6, True)
     _acked, rtt, _svc = r.rec.on_sack(bits(1, una=1), 1, ts16(150e-6), False, True, 160e-6)
@@ -222,7 +223,7 @@ def test_spurious_retransmissions_double_the_thresholds_up_to_their_caps() -> No
 def test_reflected_timestamp_of_the_last_copy_lets_a_retransmission_advance_the_detector() -> None:
     r = rig(reorder_threshold=2)
     r.rec.on_sent(0, 0, SIZE, 0.0, False)
-    r.rec.mark_lost(0)
+    r.rec.mark_lost(0, RTX_NACK)
     r.rec.lost = 0
     r.rec.on_sent(0, 0, 0, 10e-6, True)  # plane sequence 1
     r.rec.on_sent(1, 0, SIZE, 11e-6, False)  # plane sequence 2
@@ -234,7 +235,7 @@ def test_reflected_timestamp_of_the_last_copy_lets_a_retransmission_advance_the_
     # with the first copy's timestamp the detector would not have moved
     r2 = rig(reorder_threshold=2)
     r2.rec.on_sent(0, 0, SIZE, 0.0, False)
-    r2.rec.mark_lost(0)
+    r2.rec.mark_lost(0, RTX_NACK)
     r2.rec.lost = 0
     r2.rec.on_sent(0, 0, 0, 10e-6, True)
     r2.rec.on_sack(bits(0), 0, ts16(0.0), False, True, 20e-6)
@@ -255,8 +256,9 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     assert probe.pkt.peth is not None and probe.pkt.peth.tx_timestamp == ts16(120e-6)
     assert probe.pkt.bth.psn == probe.pkt.peth.probe_id == 1
     assert r.qp.counts["tx_probe"] == 1
-    # one probe at a time: the ACK timeout is the next deadline
-    assert r.rec.next_timer() == pytest.approx(20e-6 + T10)
+    # one probe at a time: an unanswered one is repeated probe_after later (times the ACK
+    # timeout's backoff, 1 before the first expiry)
+    assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
     r.rec.on_sent(10, 0, SIZE, 125e-6, False)  # sent after the probe
     # the answer (pr=1, bitmap from PSN 5): only PSN 7 arrived
     r.rec.on_sack(bits(7, una=5), 4, 0, False, False, 140e-6)
@@ -266,6 +268,19 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     assert r.qp.counts["loss_probe"] == 4
     assert r.qp.logs[-1] == (140e-6, PACKETS_LOST, {"trigger": "probe", "count": 4, "una": 5})
     assert r.rec.next_timer() == pytest.approx(140e-6 + 100e-6)  # the next probe may go
+
+
+def test_an_unanswered_probe_is_repeated_on_another_ev_with_the_timeout_backoff() -> None:
+    r = rig(probe_after=100e-6, retry=RetryAttr(0, EXP_CNT_INFINITE))
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)
+    r.rec.on_timer(100e-6)  # quiet for probe_after: probe 1
+    assert r.qp.counts["tx_probe"] == 1 and "probe_expired" not in r.qp.counts
+    r.rec.on_timer(200e-6)  # no answer: probe 2, and the first counts as expired
+    assert r.qp.counts["tx_probe"] == 2 and r.qp.counts["probe_expired"] == 1
+    assert r.qp.ctrl[0].ev != r.qp.ctrl[1].ev  # the rotation moved on
+    r.rec.on_timer(T10)  # the ACK timeout (linear_cnt 0): from now on the backoff is 2
+    assert r.qp.counts["timeouts"] == 1 and r.qp.counts["tx_probe"] == 3
+    assert r.rec.next_timer() == pytest.approx(T10 + 2 * 100e-6)
 
 
 def test_per_packet_timer() -> None:
@@ -312,7 +327,10 @@ def test_ack_timeout_backs_off_linearly_then_exponentially_then_gives_up() -> No
     assert fired == pytest.approx(expected)
     assert r.qp.counts["timeouts"] == linear + exp + 1
     timeouts = [d for (_t, name, d) in r.qp.logs if name == ACK_TIMEOUT]
-    assert timeouts == [{"una": 0, "retries": k} for k in range(1, linear + exp + 1)]
+    assert timeouts == [
+        {"una": 0, "retries": k, "interval": pytest.approx(waits[k - 1]),
+         "next_interval": pytest.approx(waits[k])}
+        for k in range(1, linear + exp + 1)]
     assert len(r.qp.fails) == 1
     when, status, detail = r.qp.fails[0]
     assert when == pytest.approx(17 * T10) and status == WcStatus.RETRY_EXC_ERR
@@ -328,13 +346,29 @@ def test_unlimited_retries_never_give_up_and_progress_restarts_the_timeout() -> 
     for k in range(40):
         nxt = r.rec.next_timer()
         assert nxt is not None
-        assert nxt - t == pytest.approx(T10 * 2 ** min(k, 30))
+        # doubling per expiry up to the cap (HostConfig.ack_backoff_cap, 64 by default)
+        assert nxt - t == pytest.approx(T10 * min(2**k, 64))
         t = nxt
         r.rec.on_timer(t)
     assert r.qp.fails == []
+    assert r.rec.max_interval == pytest.approx(64 * T10)
     r.rec.on_cumulative_ack(1, t)  # progress: back to the first interval
     assert r.rec.retries == 0 and r.rec.next_timer() == pytest.approx(t + T10)
     assert r.rec.retry_budget_exhausted(10**6) is False
+
+
+def test_backoff_cap_is_configurable() -> None:
+    r = rig(retry=RetryAttr(1, EXP_CNT_INFINITE), probe_after=1e9, ack_backoff_cap=4)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)
+    waits = []
+    t = 0.0
+    for _ in range(6):
+        nxt = r.rec.next_timer()
+        assert nxt is not None
+        waits.append(round((nxt - t) / T10, 6))
+        t = nxt
+        r.rec.on_timer(t)
+    assert waits == [1, 1, 2, 4, 4, 4]
 
 
 def test_timeout_presumes_old_copies_lost_and_their_evs_bad_unless_trimmed() -> None:
