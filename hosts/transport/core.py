@@ -16,6 +16,7 @@ from common.classes import TrafficClass
 from hosts.transport.counters import add_counts
 from hosts.transport.lognames import RX_ERROR
 from hosts.transport.memory import MemoryRegion, MemoryTable
+from hosts.transport.mpr import MprPolicy, MprUse, SharedBitmap
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
 from hosts.transport.qp import Qp
@@ -78,6 +79,11 @@ class HostCore:
         self._ep: dict[int, _EpRequest] = {}
         self._rng = random.Random(config.seed)
         self._next_qpn = _FIRST_QPN
+        self.mpr_policy: MprPolicy | None = (
+            SharedBitmap(config.mpr_budget) if config.mpr_budget > 0 else None)
+        self._next_mpr = 0.0
+        self._mpr_rx: dict[int, int] = {}  # QPN -> rx_data at the last MPR evaluation
+        self._mpr_qps: set[int] = set()  # QPs with a Dynamic-MPR responder
         self._next_req = self._rng.randrange(1 << 20)
         self._mask = self._compute_mask()
         self._nports = len(config.ports)
@@ -169,6 +175,10 @@ class HostCore:
         evp = self._ev_profiles.get(attr.ev_profile_id) if mask & QpAttrMask.EV_PROFILE else None
         ccp = self._cc_profiles.get(attr.cc_profile_id) if mask & QpAttrMask.CC_PROFILE else None
         qp.modify(attr, mask, now, evp, ccp)
+        if qp.resp is not None and qp.resp.dyn_mpr:
+            self._mpr_qps.add(qpn)
+        else:
+            self._mpr_qps.discard(qpn)
         if qp.has_output():
             self.mark_ready(qp)
 
@@ -238,6 +248,29 @@ class HostCore:
             raise QpError(f"QP {qpn} is not RTR/RTS")
         return qp.resp.set_dynamic_mpr(mpr_units * 128, now)
 
+    def _share_mpr(self, now: float) -> None:
+        """Run the Dynamic MPR policy over every Dynamic-MPR responder QP (RTR or RTS)."""
+        assert self.mpr_policy is not None
+        self._next_mpr = now + self.config.mpr_interval
+        uses: list[MprUse] = []
+        seen: dict[int, int] = {}
+        for qpn in self._mpr_qps:
+            qp = self._qps[qpn]
+            resp = qp.resp
+            if resp is None or qp.state == QpState.ERR:
+                continue
+            seen[qp.qpn] = resp.n_rx_data
+            uses.append(MprUse(qp.qpn, resp.mpr_psns, resp.adv_mpr, resp.span_peak,
+                               resp.n_rx_data - self._mpr_rx.get(qp.qpn, 0)))
+            resp.span_peak = resp.highest - resp.cack
+        self._mpr_rx = seen
+        if not uses:
+            return
+        for qpn, psns in self.mpr_policy.allocate(uses).items():
+            qp = self._qps[qpn]
+            if qp.resp is not None:
+                qp.resp.set_dynamic_mpr(psns, now)
+
     def set_backpressure(self, qpn: int, penalty: int, restore: bool = False) -> None:
         """Responder host backpressure: CC_STATE rcv_cwnd_pen (0..127) and restore flag of the
         QP's following SACKs (e.g. when the application falls behind)."""
@@ -250,6 +283,7 @@ class HostCore:
         qp = self._qp(qpn)
         add_counts(self._retired, self._qp_counters(qp))
         del self._qps[qpn]
+        self._mpr_qps.discard(qpn)
         self._ready.pop(qp, None)
         for rid in [r for r, e in self._ep.items() if e.owner and e.owner[0] is qp]:
             del self._ep[rid]
@@ -351,6 +385,8 @@ class HostCore:
         for req in self._ep.values():
             if t is None or req.deadline < t:
                 t = req.deadline
+        if self.mpr_policy is not None and self._mpr_qps and (t is None or self._next_mpr < t):
+            t = self._next_mpr
         return t
 
     def handle_timer(self, now: float) -> None:
@@ -358,6 +394,8 @@ class HostCore:
             t = qp.next_timer()
             if t is not None and t <= now:
                 qp.handle_timer(now)
+        if self.mpr_policy is not None and now >= self._next_mpr:
+            self._share_mpr(now)
         expired = [rid for rid, r in self._ep.items() if r.deadline <= now]
         for rid in expired:
             self._ep_expired(rid, now)

@@ -135,6 +135,7 @@ class Responder:
         self.t_port = 0
         self.rc_nak_sent = False
         self.n_rx_data = 0
+        self.span_peak = 0  # largest tracking span (highest - cack) since the MPR policy read it
         self.penalty = cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
         self.restore = False
 
@@ -187,6 +188,8 @@ class Responder:
             self.highest = psn
         if rel:
             self.ooo += 1
+            if self.highest - cack > self.span_peak:
+                self.span_peak = self.highest - cack
         else:
             t = trailing_ones(self.rbits)
             self.rbits >>= t
