@@ -45,9 +45,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
-                        help="take link A-B down S seconds after the workload starts")
+                        help="take link A-B (or every link of a plane: plane:P) down S seconds "
+                             "after the workload starts")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
-                        help="bring link A-B back up at S seconds")
+                        help="bring link A-B (or plane:P) back up at S seconds")
     parser.add_argument("--duration", type=float, default=None, metavar="S",
                         help="repeat the workload until S seconds have passed")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,7 @@ from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
-from topologies.model import FabricKind, PathMode, Topology
+from topologies.model import FabricKind, Link, PathMode, Topology
 
 REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
@@ -275,6 +276,21 @@ class Fabric:
         view = self.ctl.set_link(endpoint, up)
         self.log_link(label, up)
         return view
+
+    def set_links(self, links: Sequence[Link], label: str, up: bool) -> None:
+        """Several links down or up through the controller (a plane: all of its links),
+        recorded once for the results."""
+        assert self.ctl is not None
+        for link in links:
+            self.ctl.set_link(str(link.a), up)
+        self.log_link(label, up)
+
+    def set_plane(self, plane: int, up: bool) -> None:
+        """Every link of plane ``plane`` down or up (mrcnet.fabric.failures.plane_links)."""
+        from mrcnet.fabric.failures import plane_links
+
+        assert self.topo is not None
+        self.set_links(plane_links(self.topo, plane), f"plane {plane}", up)
 
     def set_host_port(self, host: str, port: int, up: bool) -> None:
         assert self.mn is not None

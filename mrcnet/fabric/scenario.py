@@ -9,16 +9,20 @@ the results dictionary (``completed``, ``verified_bytes``, ``qp_errors``, ``resu
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from mrcnet.fabric import results
-from mrcnet.fabric.failures import LinkEvent, Scheduler
+from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
 
 
-def apply_link_event(fab: Fabric, ev: LinkEvent) -> None:
-    fab.set_link(ev.endpoint, ev.label, ev.up)
+def apply_event(fab: Fabric, ev: FabricEvent) -> None:
+    if isinstance(ev, HostPortEvent):
+        fab.set_host_port(ev.host, ev.port, ev.up)
+    else:
+        fab.set_links(ev.links, ev.label, ev.up)
 
 
 def run_scenario(
@@ -26,7 +30,7 @@ def run_scenario(
     workload: str | None,
     size: int,
     qp_type: str = "MRC",
-    events: list[LinkEvent] | None = None,
+    events: Sequence[FabricEvent] | None = None,
     duration: float | None = None,
     timeout: float = 120.0,
     seed: int = 1,
@@ -34,7 +38,7 @@ def run_scenario(
     assert fab.runner is not None
     if workload is None and duration is None and events:
         duration = max(e.at for e in events) + 1.0  # let the schedule play out
-    sched = Scheduler(list(events or []), lambda ev: apply_link_event(fab, ev))
+    sched = Scheduler(list(events or []), lambda ev: apply_event(fab, ev))
     summaries: list[dict[str, Any]] = []
     start = time.monotonic()
     sched.start()

@@ -62,9 +62,20 @@ def test_failure_specs(clos2: Any) -> None:
             find_link(clos2, bad)
     events = parse_schedule(clos2, ["h0-p0-leaf0@3"], ["h0-p0-leaf0@1.5"])
     assert [(e.at, e.up) for e in events] == [(1.5, True), (3.0, False)]
-    for bad in ("p0-leaf0-p0-spine0", "p0-leaf0-p0-spine0@x", "p0-leaf0-p0-spine0@-1"):
+    for bad in ("p0-leaf0-p0-spine0", "p0-leaf0-p0-spine0@x", "p0-leaf0-p0-spine0@-1",
+                "plane:2@1", "plane:x@1", "plane:@1"):
         with pytest.raises(FailureSpecError):
             parse_schedule(clos2, [bad], [])
+
+
+def test_plane_failure_spec_names_every_link_of_the_plane(clos2: Any) -> None:
+    (down, up) = parse_schedule(clos2, ["plane:1@2"], ["plane:1@4"])
+    assert (down.at, down.up, down.label) == (2.0, False, "plane 1") and up.up
+    want = {ln.index for ln in clos2.links
+            if any(n.startswith("p1-") for n in (ln.a.node, ln.b.node))}
+    assert {ln.index for ln in down.links} == want and len(want) == 8  # 4 host + 4 uplinks
+    assert all(clos2.node(n).plane == 1 for ln in down.links for n in (ln.a.node, ln.b.node)
+               if clos2.node(n).kind.value == "switch")
 
 
 def test_workloads() -> None:
@@ -140,3 +151,4 @@ def test_convergence_withdraws_and_restores(clos2: Any) -> None:
         conv._port_down.clear()
     assert conv.reconcile() == 4 and conv.withdrawn == {}
     assert leaf1[-1][1][1] == "MrcIngress.route_ev"  # original action back
+
