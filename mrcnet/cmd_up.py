@@ -43,6 +43,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
     parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
+    parser.add_argument("--wimm", type=int, default=None, metavar="N",
+                        help="every Write is a WriteImm (receives pre-posted, completions "
+                             "checked in send order), at most N in flight per QP (max_wimm)")
     parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B (or every link of a plane: plane:P) down S seconds "
@@ -75,6 +78,15 @@ def options(args: argparse.Namespace) -> Any:
                       rate=None if args.rate == "file" else args.rate,
                       cp_delay=args.cp_delay, window=_size(args.window),
                       show=not args.quiet)
+
+
+def workload_extra(args: argparse.Namespace) -> dict[str, Any]:
+    """Job fields for the workload's writers and sinks (``--wimm``)."""
+    if args.wimm is None:
+        return {}
+    if not 1 <= args.wimm <= 0x7FFF:
+        raise ValueError("--wimm must be 1..32767 (max_wimm)")
+    return {"wimm": True, "max_wimm": args.wimm}
 
 
 def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
@@ -130,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
             flows_for(args.run, [n.name for n in topo.nodes if n.kind.value == "host"])
         size = _size(args.size)
         opts = options(args)
+        extra = workload_extra(args)
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
@@ -141,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
     fab = Fabric(opts)
     try:
         fab.start()
-        res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout)
+        res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout,
+                           extra=extra)
         if interactive:
             from mrcnet.fabric.cli_shell import FabricCLI
 

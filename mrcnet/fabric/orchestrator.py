@@ -297,6 +297,29 @@ class Fabric:
         self.mn.set_host_port(host, port, up)
         self.log_link(f"{host}:{port}", up)
 
+    def host_counters(self, timeout: float = 15.0) -> dict[str, dict[str, int]]:
+        """Every agent's ``HostCore.host_stats()`` (the hosts' mechanism counters), asked for
+        through a ``host_stats`` job; hosts that did not answer in time are left out."""
+        from mrcnet.fabric.hostjobs import write_json
+
+        if self.plan is None or not self.agents:
+            return {}
+        tag = f"stats{time.monotonic_ns()}"
+        paths = {}
+        for h in self.plan.hosts:
+            d = self.run_dir / "jobs" / h.name
+            d.mkdir(parents=True, exist_ok=True)
+            write_json(d / f"{tag}.job.json", {"id": tag, "role": "host_stats"})
+            paths[h.name] = d / f"{tag}.result.json"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not all(p.exists() for p in paths.values()):
+            time.sleep(0.02)
+        out = {}
+        for host, path in paths.items():
+            if path.exists():
+                out[host] = dict(json.loads(path.read_text()).get("host_stats", {}))
+        return out
+
     def check_alive(self) -> None:
         """Raise FabricError if a process of the run died."""
         if self.controller is not None and self.controller.poll() is not None:

@@ -34,6 +34,7 @@ def run_scenario(
     duration: float | None = None,
     timeout: float = 120.0,
     seed: int = 1,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     assert fab.runner is not None
     if workload is None and duration is None and events:
@@ -46,7 +47,8 @@ def run_scenario(
         rounds = 0
         while workload is not None:
             rounds += 1
-            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout)
+            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout,
+                                   extra=extra)
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
@@ -63,6 +65,14 @@ def run_scenario(
     return collect(fab, summaries, sched)
 
 
+def _total(hosts: dict[str, dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for stats in hosts.values():
+        for key, value in stats.items():
+            out[key] = out.get(key, 0) + int(value)
+    return dict(sorted(out.items()))
+
+
 def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | None) -> dict[str, Any]:
     """Assemble, save and plot the results of what ran so far."""
     if fab.sampler is not None:
@@ -70,6 +80,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
     link_events = list(fab.link_log)
     samples = list(fab.sampler.samples) if fab.sampler else []
     mtu = fab.topo.fabric.mtu if fab.topo else 4096
+    hosts = fab.host_counters() if fab.agents else {}
     rtx = sum(int(w["retransmitted_packets"]) for w in summaries)
     out: dict[str, Any] = {
         "run_id": fab.run_id,
@@ -85,6 +96,8 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "retransmitted_packets": rtx,
         "retransmitted_bytes": rtx * mtu,
         "workloads": summaries,
+        "host_counters": hosts,
+        "mechanisms": _total(hosts),
         "link_events": link_events,
         "failure_errors": sched.errors if sched else [],
         "ev_counts": fab.tracker.counts(),

@@ -12,6 +12,7 @@ equals the hash the orchestrator computes itself from the pattern the writer sen
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hosts.agent.apps import pattern
+from hosts.transport.counters import RTX_COUNTERS, add_counts
 from mrcnet.fabric.hostjobs import write_json
 
 WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST")
@@ -57,6 +59,18 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
     raise WorkloadError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
 
 
+def flow_timing(progress: list[list[float]]) -> tuple[float | None, float | None]:
+    """(longest stall, completion time) of a writer from its ``progress`` list of (unix time,
+    bytes acknowledged): the stall is the longest time without new bytes acknowledged (from
+    the first post to the first completion, or between two completions), the completion
+    time from the first post to the last completion. None without progress."""
+    if len(progress) < 2:
+        return None, None
+    times = [float(t) for t, _b in progress]
+    stall = max(b - a for a, b in itertools.pairwise(times))
+    return stall, times[-1] - times[0]
+
+
 @dataclass
 class Flow:
     id: str
@@ -75,6 +89,17 @@ class Flow:
     @property
     def qp_errors(self) -> int:
         return sum(1 for r in (self.writer, self.sink) if r.get("qp_state") == "ERR")
+
+    def row(self) -> dict[str, Any]:
+        """The flow's line of the results: verification, timing, retransmissions by trigger."""
+        stall, fct = flow_timing(self.writer.get("progress", []))
+        stats = self.writer.get("qp_stats", {})
+        return {"id": self.id, "src": self.src, "dst": self.dst, "bytes": self.size,
+                "verified": self.verified, "seconds": self.writer.get("seconds"),
+                "longest_stall_s": stall, "fct_s": fct,
+                "writer_qp": self.writer.get("qp_state"), "sink_qp": self.sink.get("qp_state"),
+                "tx_rtx": stats.get("tx_rtx"),
+                "rtx": {k: stats[k] for k in RTX_COUNTERS if stats.get(k)}}
 
 
 @dataclass
@@ -102,14 +127,18 @@ class Workload:
             "errors": errors[:20],
             "retransmitted_packets": rtx,
             "seconds": (self.finished or time.monotonic()) - self.started,
-            "per_flow": [
-                {"id": f.id, "src": f.src, "dst": f.dst, "bytes": f.size,
-                 "verified": f.verified, "seconds": f.writer.get("seconds"),
-                 "writer_qp": f.writer.get("qp_state"), "sink_qp": f.sink.get("qp_state"),
-                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx")}
-                for f in self.flows
-            ],
+            "mechanisms": self.mechanisms(),
+            "per_flow": [f.row() for f in self.flows],
         }
+
+    def mechanisms(self) -> dict[str, int]:
+        """Event counters (docs/transport.md, "Counters") summed over every writer and sink
+        QP of the workload."""
+        total: dict[str, int] = {}
+        for f in self.flows:
+            for r in (f.writer, f.sink):
+                add_counts(total, r.get("qp_stats", {}))
+        return dict(sorted(total.items()))
 
 
 class WorkloadRunner:

@@ -152,3 +152,22 @@ def test_convergence_withdraws_and_restores(clos2: Any) -> None:
     assert conv.reconcile() == 4 and conv.withdrawn == {}
     assert leaf1[-1][1][1] == "MrcIngress.route_ev"  # original action back
 
+
+def test_flow_rows_carry_the_longest_stall_completion_time_and_counters() -> None:
+    from mrcnet.fabric.workloads import Flow, Workload, flow_timing
+
+    assert flow_timing([]) == (None, None) and flow_timing([[5.0, 0]]) == (None, None)
+    progress = [[100.0, 0], [100.2, 65536], [100.3, 131072], [101.5, 196608], [101.6, 262144]]
+    stall, fct = flow_timing(progress)
+    assert stall == pytest.approx(1.2) and fct == pytest.approx(1.6)
+    f = Flow("f", "h0", "h1", 262144, 1,
+             writer={"progress": progress, "qp_state": "RTS",
+                     "qp_stats": {"tx_rtx": 3, "rtx_nack": 2, "rtx_probe": 1, "timeouts": 1,
+                                  "bytes_in_flight": 4096}},
+             sink={"qp_state": "RTS", "qp_stats": {"rx_trimmed": 2, "tx_nack_trimmed": 2}})
+    row = f.row()
+    assert row["longest_stall_s"] == pytest.approx(1.2) and row["fct_s"] == pytest.approx(1.6)
+    assert row["rtx"] == {"rtx_nack": 2, "rtx_probe": 1}
+    wl = Workload("pair:h0:h1", "MRC", [f, f], 0.0)
+    assert wl.mechanisms() == {"rtx_nack": 4, "rtx_probe": 2, "rx_trimmed": 4, "timeouts": 2,
+                               "tx_nack_trimmed": 4, "tx_rtx": 6}  # gauges left out
