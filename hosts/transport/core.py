@@ -87,6 +87,8 @@ class HostCore:
         self._next_req = self._rng.randrange(1 << 20)
         self._mask = self._compute_mask()
         self._nports = len(config.ports)
+        self._path_version = 0  # bumped when any QP's EV enters or leaves ASSUMED_BAD
+        self._bad_paths: tuple[int, frozenset[tuple[bytes, int]]] = (0, frozenset())
 
     def _count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
@@ -102,6 +104,31 @@ class HostCore:
     def port_status_mask(self) -> int:
         """Bit p set when local port p is up."""
         return self._mask
+
+    @property
+    def path_version(self) -> int:
+        return self._path_version
+
+    def paths_changed(self) -> None:
+        self._path_version += 1
+
+    def bad_paths(self) -> frozenset[tuple[bytes, int]]:
+        """(peer address, EV) pairs some QP of this host holds ASSUMED_BAD (recomputed only
+        after a change): control packets of every QP towards that address avoid them."""
+        version, bad = self._bad_paths
+        if version != self._path_version:
+            found = set()
+            for qp in self._qps.values():
+                mgr = qp.ev
+                if mgr is None or not mgr.has_bad():
+                    continue
+                gids = qp.dest_gids
+                for i, state in enumerate(mgr.states):
+                    if state == EvState.ASSUMED_BAD and mgr.ports[i] < len(gids):
+                        found.add((gids[mgr.ports[i]], mgr.evs[i]))
+            bad = frozenset(found)
+            self._bad_paths = (self._path_version, bad)
+        return bad
 
     # -- resources ------------------------------------------------------------------------
     def register_mr(self, buf: bytearray | memoryview, access: int) -> MemoryRegion:
@@ -283,6 +310,7 @@ class HostCore:
         qp = self._qp(qpn)
         add_counts(self._retired, self._qp_counters(qp))
         del self._qps[qpn]
+        self._path_version += 1
         self._mpr_qps.discard(qpn)
         self._ready.pop(qp, None)
         for rid in [r for r, e in self._ep.items() if e.owner and e.owner[0] is qp]:

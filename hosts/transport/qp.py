@@ -135,7 +135,7 @@ class Qp:
         self.mtu = self.cfg.mtu
         self._route_cache: dict[int, list[tuple[int, bytes, int]]] = {}
         self._route_turn: dict[int, int] = {}
-        self._route_version = -1
+        self._route_version: tuple[int, int] = (-1, -1)
         self.next_ev_probe = 0.0
         self.ev_probe_at: dict[int, float] = {}  # per ASSUMED_BAD EV: next probe time
         self.ev_probe_wait: dict[int, float] = {}  # per ASSUMED_BAD EV: current interval
@@ -172,12 +172,16 @@ class Qp:
         control EVs) instead of sticking to one: a responder gets no feedback on the paths of
         its SACKs, so a single cached EV whose path died would silence the QP until the
         control plane repairs routing. Spraying keeps most SACKs flowing around a failure.
+        EVs that another QP of this host found ASSUMED_BAD towards the same peer address are
+        left out (the same EV to the same address takes the same path; path health is
+        GID-scoped), unless that would leave none.
         """
         ev = self.ev
         assert ev is not None
-        if ev.version != self._route_version:
+        version = (ev.version, self.host.path_version)
+        if version != self._route_version:
             self._route_cache.clear()
-            self._route_version = ev.version
+            self._route_version = version
         routes = self._route_cache.get(port)
         if routes is None:
             routes = self._ctrl_routes(port)
@@ -201,7 +205,10 @@ class Qp:
         if ev.plane_ok(port):
             good = ev.good_on_port(port)
             if good:
-                return [(port, self.dest_gids[port], ev.evs[i]) for i in good]
+                gid = self.dest_gids[port]
+                bad = self.host.bad_paths()
+                known = [i for i in good if (gid, ev.evs[i]) not in bad] if bad else good
+                return [(port, gid, ev.evs[i]) for i in (known or good)]
         idx = ev.pick_on_port(port) if ev.plane_ok(port) else -1
         if idx < 0:
             idx = ev.pick()
@@ -221,6 +228,8 @@ class Qp:
         ev = self.ev
         assert ev is not None and self.ev_profile is not None
         self.count(EV_STATE_PREFIX + reason)
+        if EvState.ASSUMED_BAD in (old, new):
+            self.host.paths_changed()
         self.emit(
             EvStateChanged(
                 self.qpn, self.ev_profile.profile_id, ev.evs[idx], ev.ports[idx], old, new, reason
@@ -241,6 +250,7 @@ class Qp:
         if new in (QpState.RESET, QpState.ERR) and (mask & M.STATE):
             if new == QpState.RESET:
                 self._reset()
+                self.host.paths_changed()
             elif cur != QpState.ERR:
                 self.fail(now, WcStatus.WR_FLUSH_ERR, "moved to ERR by modify_qp")
             return
@@ -617,3 +627,10 @@ class QpHost(Protocol):
     def mark_ready(self, qp: Qp) -> None: ...
 
     def ev_probe_for_qp(self, qp: Qp, idx: int, dst_gid: bytes, port: int, now: float) -> None: ...
+
+    @property
+    def path_version(self) -> int: ...
+
+    def paths_changed(self) -> None: ...
+
+    def bad_paths(self) -> frozenset[tuple[bytes, int]]: ...

@@ -55,7 +55,7 @@ from hosts.wire import Bth, MrcPacket, Peth
 FLAG_INFLIGHT = 1  # the PSN's bytes are counted in bytes_in_flight
 FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
 
-K_REPEATED_LOSS = 3  # inferred losses in a row on one EV, none delivered: the EV is assumed bad
+K_REPEATED_LOSS = 2  # inferred losses in a row on one EV, none delivered: the EV is assumed bad
 K_REO_MULT_MAX = 16.0  # cap of the time threshold's multiplier of srtt
 K_PROBE_SPAN = 64  # PSNs a probe's SACK bitmap covers
 
@@ -137,6 +137,7 @@ class Recovery:
         # reo_mult x srtt later was delivered (catches a silently dead plane)
         self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
         self.max_acked_t = float("-inf")
+        self.fresh_ev = -1  # EV of the latest-sent packet known delivered (a working path)
         self.reo_mult = 1.0
         # per EV: inferred losses since the last delivery of a packet sent on it
         self.ev_loss: list[int] = [0] * len(ev.ports)
@@ -146,7 +147,8 @@ class Recovery:
         self.last_feedback = now
         self.probe_pending = False
         self.probe_id = 0
-        self.probe_time = 0.0
+        self.probe_time = 0.0  # send time of the probe whose answer is still to be read
+        self.last_probe = float("-inf")  # send time of the last probe
         self.timeout_s = float("inf")
         self.last_interval = 0.0  # the ACK-timeout interval that expired last (s)
         self.max_interval = 0.0
@@ -279,6 +281,7 @@ class Recovery:
         maxs = self._maxs
         r_time = self.r_time
         max_t = float("-inf")
+        fresh = -1
         ev_loss = self.ev_loss
         if len(ev_loss) != len(ports):
             ev_loss.extend([0] * (len(ports) - len(ev_loss)))
@@ -304,10 +307,12 @@ class Recovery:
                 t = r_time[slot]
                 if t > max_t:
                     max_t = t
+                    fresh = e
                 ev_loss[e] = 0
         self.inflight = inflight
         if max_t > self.max_acked_t:
             self.max_acked_t = max_t
+            self.fresh_ev = fresh
         for plane, m in enumerate(maxs):
             if m >= 0:
                 self.detectors[plane].on_acked(m)
@@ -451,6 +456,16 @@ class Recovery:
             self.qp.count("loss_probe", found)
             self._log_lost("probe", found, now)
 
+    def proven_ev(self, avoid: int) -> int:
+        """The usable EV that most recently delivered a packet (not ``avoid``), or -1: where a
+        PSN lost more than once, or a probe after an unanswered one, goes. Right after a path
+        dies the rotation still holds its EVs (they need losses in a row to be assumed bad);
+        an EV that just delivered is the best bet."""
+        e = self.fresh_ev
+        if e >= 0 and e != avoid and self.ev.is_usable(e):
+            return e
+        return -1
+
     def go_back(self) -> None:
         """RC: everything outstanding is retransmitted (go-back-N)."""
         if self.next_psn - self.una <= 0:
@@ -492,12 +507,14 @@ class Recovery:
         return self.timeout_s * self._backoff()
 
     def _probe_due(self) -> float:
-        """When the next reliability probe goes out: ``probe_after`` of silence, or, while one
-        is unanswered, ``probe_after`` times the ACK timeout's backoff after it (a probe lost on
-        a dead path must not end probing)."""
+        """When the next reliability probe goes out: ``probe_after`` without cumulative
+        progress (and at least that long after the previous probe), or, while one is
+        unanswered, ``probe_after`` times the ACK timeout's backoff after it (a probe lost on a
+        dead path must not end probing). SACKs of later PSNs do not hold a probe back: the
+        oldest unacknowledged PSN is what the ACK timeout would fire for."""
         if self.probe_pending:
-            return self.probe_time + self.probe_after * self._backoff()
-        return self.last_feedback + self.probe_after
+            return self.last_probe + self.probe_after * self._backoff()
+        return max(self.last_progress, self.last_probe) + self.probe_after
 
     def next_timer(self) -> float | None:
         if self.una >= self.next_psn:
@@ -523,9 +540,10 @@ class Recovery:
         if now >= self.last_progress + self._interval() and not self._ack_timeout(now):
             return  # retries exhausted: the QP is in ERR
         if not self.rc and now >= self._probe_due() and self.una < self.next_psn:
-            if self.probe_pending:
+            expired = self.probe_pending
+            if expired:
                 self.qp.count("probe_expired")  # unanswered: the next one takes another EV
-            self._send_probe(now)
+            self._send_probe(now, expired)
 
     def _ack_timeout(self, now: float) -> bool:
         """One ACK timeout expiry; False when it exhausted the retries (QP failed)."""
@@ -587,11 +605,13 @@ class Recovery:
             self._log_lost("per_packet_timer", found, now)
             self.qp.mark_ready()
 
-    def _send_probe(self, now: float) -> None:
+    def _send_probe(self, now: float, after_expired: bool = False) -> None:
         ev = self.ev
-        idx = ev.pick()
+        idx = self.proven_ev(-1) if after_expired else -1
         if idx < 0:
-            self.last_feedback = now  # no usable plane: try again one probe interval later
+            idx = ev.pick()
+        if idx < 0:
+            self.last_probe = now  # no usable plane: try again one probe interval later
             return
         self.probe_id = (self.probe_id + 1) & 0xFFFF
         port = ev.ports[idx]
@@ -604,6 +624,7 @@ class Recovery:
         )
         self.probe_pending = True
         self.probe_time = now
+        self.last_probe = now
         self.qp.count("tx_probe")
         self.qp.mark_ready()
 

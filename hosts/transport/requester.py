@@ -271,7 +271,13 @@ class Requester:
     def _pick(self, slot: int, rtx: bool) -> int:
         if self.rc or not rtx:
             return self.ev.pick()
-        return self.ev.pick(self.recovery.r_ev[slot])  # never the EV the lost copy used
+        rec = self.recovery
+        avoid = rec.r_ev[slot]  # never the EV the lost copy used
+        if rec.r_cnt[slot]:  # lost again: the EV that delivered last, if there is one
+            idx = rec.proven_ev(avoid)
+            if idx >= 0:
+                return idx
+        return self.ev.pick(avoid)
 
     def _build(self, psn: int, slot: int, now: float, rtx: bool, idx: int, size: int) -> TxPacket:
         """The packet of ``psn`` (``size``: payload bytes of a new PSN; a retransmission

@@ -22,7 +22,18 @@ from hosts.transport import (
     TxPacket,
 )
 from hosts.transport.ev import EvManager
-from hosts.transport.sim import DROP, MARK, PASS, TRIM, LinkModel, QpOptions, is_data
+from hosts.transport.sim import (
+    DROP,
+    MARK,
+    PASS,
+    TRIM,
+    LinkModel,
+    Network,
+    QpOptions,
+    connect,
+    default_profile,
+    is_data,
+)
 from hosts.wire import Bth, CcState, EndpointOp, MrcPacket, Opcode, SackVerdict, Seth
 from tests.unit.transport_util import Pair, gid, make_host, make_pair
 
@@ -529,3 +540,52 @@ def test_responder_sprays_control_packets_so_one_dead_reverse_path_does_not_sile
     delivered = [tx for tx in ctl if tx.ev not in dead]
     assert len(delivered) >= len(ctl) * 6 // 8  # about 7 in 8 got through
     assert p.a.qp_stats(p.qa).get("timeouts", 0) == 0
+
+
+def test_control_packets_avoid_evs_another_qp_found_bad_towards_the_same_peer() -> None:
+    from hosts.transport import ALL_ACCESS, Completion, SendWR, WrOpcode
+
+    """Host A writes to B on one QP and receives from B on another. The same EV to the same
+    address takes the same path, so once A's writer QP holds an EV ASSUMED_BAD, the SACKs of
+    A's responder QP stop using it too (and resume once it is GOOD again)."""
+    a, b = make_host(1), make_host(2)
+    for h in (a, b):
+        h.set_ev_profile(default_profile(1, 1, 8))
+    qa, _qb = connect(a, b)
+    qb2, qa2 = connect(b, a)  # B writes, A answers
+    src = bytearray(range(256)) * 1024
+    dst = bytearray(len(src))
+    mb = b.register_mr(src, ALL_ACCESS)
+    ma = a.register_mr(dst, ALL_ACCESS)
+    net = Network([a, b], LinkModel(delay=5e-6, rate=12.5e9))
+    net.record = True
+    net.verdict = lambda s, tx: DROP if tx.pkt.bth.opcode == Opcode.EP_REQUEST else PASS
+    mgr = a._qps[qa].ev
+    assert mgr is not None
+    bad_ev = mgr.evs[3]
+    mgr.set_state(3, EvState.ASSUMED_BAD, "test")  # A's writer QP only
+
+    b.post_send(qb2, SendWR(1, WrOpcode.WRITE, mb.addr, len(src), mb.lkey, ma.addr, ma.rkey),
+                net.now)
+    assert net.run(lambda: any(isinstance(e, Completion) for e in net.events[1]), max_time=1.0)
+    assert dst == src
+    ctl_evs = {tx.ev for (_t, s, tx) in net.sent if s == 0 and tx.pkt.seth is not None}
+    assert ctl_evs == set(mgr.evs) - {bad_ev}
+    assert a._qps[qa2].ev is not None and a._qps[qa2].ev.is_usable(3)  # its own state: GOOD
+    # GOOD again: back in the rotation of control packets
+    mgr.set_state(3, EvState.GOOD, "test", controller=True)
+    net.sent.clear()
+    b.post_send(qb2, SendWR(2, WrOpcode.WRITE, mb.addr, len(src), mb.lkey, ma.addr, ma.rkey),
+                net.now)
+    assert net.run(lambda: sum(isinstance(e, Completion) for e in net.events[1]) == 2,
+                   max_time=1.0)
+    assert bad_ev in {tx.ev for (_t, s, tx) in net.sent if s == 0 and tx.pkt.seth is not None}
+
+
+def test_a_retransmission_takes_another_ev_even_if_the_lost_copy_s_is_the_only_usable_one() -> None:
+    mgr = EvManager([EvEntry(0x10 + i, 0) for i in range(3)], active_count=0, min_active=0,
+                    seed=1, emit=lambda *a: None)
+    mgr.set_state(1, EvState.ASSUMED_BAD, "x")
+    mgr.set_state(2, EvState.ASSUMED_BAD, "x")
+    assert mgr.usable() == [0] and mgr.pick() == 0
+    assert mgr.pick(avoid=0) in (1, 2) and mgr.fallbacks == 1

@@ -267,7 +267,8 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     assert r.rec.lost == bits(5, 6, 8, 9, una=5)
     assert r.qp.counts["loss_probe"] == 4
     assert r.qp.logs[-1] == (140e-6, PACKETS_LOST, {"trigger": "probe", "count": 4, "una": 5})
-    assert r.rec.next_timer() == pytest.approx(140e-6 + 100e-6)  # the next probe may go
+    # PSN 5 is still the oldest unacknowledged: the next probe goes probe_after after this one
+    assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
 
 
 def test_an_unanswered_probe_is_repeated_on_another_ev_with_the_timeout_backoff() -> None:
@@ -283,6 +284,28 @@ def test_an_unanswered_probe_is_repeated_on_another_ev_with_the_timeout_backoff(
     assert r.rec.next_timer() == pytest.approx(T10 + 2 * 100e-6)
 
 
+def test_a_probe_goes_out_when_the_oldest_psn_is_stuck_even_while_sacks_flow() -> None:
+    r = rig(probe_after=100e-6, reorder_threshold=64)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)  # the stuck one
+    for k in range(1, 20):  # later PSNs keep being acknowledged: feedback, but no progress
+        r.rec.on_sent(k, k % 4, SIZE, k * 10e-6, False)
+        r.rec.on_sack(bits(k), k, 0, False, False, k * 10e-6 + 5e-6)
+        r.rec.on_timer(k * 10e-6 + 5e-6)
+    assert r.qp.counts["tx_probe"] == 1 and r.rec.last_probe == pytest.approx(105e-6)
+
+
+def test_a_psn_lost_again_and_a_probe_after_an_expired_one_take_the_ev_that_delivered_last() -> None:
+    r = rig(n_evs=4, probe_after=100e-6)
+    for psn in range(3):
+        r.rec.on_sent(psn, psn, SIZE, psn * 1e-6, False)
+    r.rec.on_sack(bits(1, 2), 2, 0, False, False, 10e-6)  # EV index 2 delivered last
+    assert r.rec.fresh_ev == 2
+    assert r.rec.proven_ev(avoid=2) == -1 and r.rec.proven_ev(avoid=0) == 2
+    r.rec.on_timer(100e-6)  # no progress: probe 1 on the rotation
+    r.rec.on_timer(200e-6)  # unanswered: probe 2 on the proven EV
+    assert r.qp.counts["probe_expired"] == 1 and r.qp.ctrl[-1].ev == 0x102
+
+
 def test_per_packet_timer() -> None:
     r = rig(per_packet_timeout=50e-6)
     r.rec.on_sent(0, 0, SIZE, 0.0, False)
@@ -296,13 +319,14 @@ def test_per_packet_timer() -> None:
     assert r.rec.next_timer() == pytest.approx(80e-6)
 
 
-def test_three_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
+def test_two_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
     r = rig(per_packet_timeout=10e-6)
     for psn in range(4):
-        r.rec.on_sent(psn, 0, SIZE, 0.0, False)  # all on EV index 0
-    r.rec.on_sack(bits(3), 3, 0, False, False, 5e-6)  # a delivery on EV 0 resets its count
-    r.rec.on_timer(10e-6)  # PSNs 0, 1, 2 vanished: three in a row on EV 0
+        r.rec.on_sent(psn, psn % 2, SIZE, 0.0, False)  # EV indexes 0, 1, 0, 1
+    r.rec.on_sack(bits(1), 1, 0, False, False, 5e-6)  # a delivery on EV 1 resets its count
+    r.rec.on_timer(10e-6)  # PSNs 0, 2 (EV 0) and 3 (EV 1) vanished
     assert r.ev_log == [(0, EvState.GOOD, EvState.ASSUMED_BAD, "repeated_loss")]
+    assert r.rec.ev_loss[1] == 1  # one loss on EV 1 since its last delivery: still GOOD
     # RC never changes EV states from the datapath
     rc = rig(per_packet_timeout=10e-6, rc=True)
     for psn in range(4):
