@@ -28,7 +28,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                        "sans-I/O core: CPU cost, MRC vs RC under loss"),
     "harvest": ("testbed.bench.harvest_synthesis_time", "schedule synthesis time"),
     "failover": ("testbed.bench.failover_goodput",
-                 "goodput around a spine link failure, MRC vs RC"),
+                 "p100 stall and completion time around a spine link failure, MRC vs RC, "
+                 "over control-plane delays"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
