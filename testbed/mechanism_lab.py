@@ -14,12 +14,13 @@ buffer with it. With ``controller`` set, each agent also registers with that con
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.netns import NetKit
+from common.netns import NetKit, wait_until
 from hosts.agent.agent import Agent
 from hosts.agent.apps import pattern
 from hosts.agent.config import parse_config
@@ -133,6 +134,23 @@ class Transfer:
     def exact(self, size: int | None = None) -> bool:
         n = len(self.data) if size is None else size
         return bytes(self.sink[:n]) == bytes(self.data[:n])
+
+
+def start_controller(kit: NetKit, workdir: Path, ports: int) -> str:
+    """A controller process (no topology: any host may register) on a unix socket in
+    ``workdir``; returns its gRPC target once it listens."""
+    sock = workdir / "ctl.sock"
+    log = workdir / "controller.log"
+    proc = kit.spawn("controller", [sys.executable, "-m", "controller.server", "--unix",
+                                    str(sock), "--ports", str(ports)], log_path=log)
+
+    def ready() -> bool:
+        if not proc.alive():
+            raise RuntimeError(f"controller exited; see {log}")
+        return "listening on" in log.read_text(errors="replace")
+
+    wait_until(ready, 30, f"the controller (log {log})")
+    return f"unix:{sock}"
 
 
 class StarLab:
