@@ -31,6 +31,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                  "p100 stall and completion time around a spine link failure, MRC vs RC, "
                  "over control-plane delays"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
+    "chaos": ("testbed.bench.chaos_soak",
+              "all-to-all under random link/port flaps and a plane outage, for minutes"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
 }
