@@ -3,6 +3,8 @@ exactly one plane outage, every fault undone; and the verdict of a run."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from mrcnet.fabric.chaos import ChaosSpec, chaos_schedule, port_flaps, verdict
@@ -24,7 +26,7 @@ def test_schedule_is_sequential_bounded_and_undoes_every_fault(seed: int) -> Non
             assert isinstance(up, HostPortEvent) and (down.host, down.port) == (up.host, up.port)
         else:
             assert isinstance(up, LinkEvent) and down.links == up.links
-    for (_d, up), (nxt, _u) in zip(pairs, pairs[1:]):
+    for (_d, up), (nxt, _u) in itertools.pairwise(pairs):
         assert nxt.at >= up.at + spec.gap[0] - 1e-9
     planes = [d for d, _u in pairs if d.label.startswith("plane")]
     assert len(planes) == 1 and len(planes[0].links) == 8
