@@ -85,7 +85,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
     def do_port(self, line: str) -> None:
         """port HOST N down|up: NIC port N of HOST (carrier change seen by agent and switch)."""
         args = line.split()
-        if len(args) != 3 or args[2] not in ("up", "down") or not args[1].isdigit():
+        if len(args) != 3 or args[2] not in ("up", "down") or not args[1].isdecimal():
             self._say("usage: port HOST N down|up")
             return
         try:
@@ -97,7 +97,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
     def do_plane(self, line: str) -> None:
         """plane P down|up: every link of plane P down or up through the controller."""
         args = line.split()
-        if len(args) != 2 or args[1] not in ("up", "down") or not args[0].isdigit():
+        if len(args) != 2 or args[1] not in ("up", "down") or not args[0].isdecimal():
             self._say("usage: plane P down|up")
             return
         try:

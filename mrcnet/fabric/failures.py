@@ -70,14 +70,14 @@ def plane_links(topo: Topology, plane: int) -> tuple[Link, ...]:
 def find_link(topo: Topology, text: str) -> Link:
     """The link named by ``A-B``, ``node:port`` or a link id."""
     text = text.strip()
-    if text.isdigit():
+    if text.isdecimal():
         index = int(text)
         if index >= len(topo.links):
             raise FailureSpecError(f"{text!r}: link ids are 0..{len(topo.links) - 1}")
         return topo.links[index]
     if ":" in text:
         node, _, port = text.rpartition(":")
-        link = topo.link_at(node, int(port)) if port.isdigit() and node in _names(topo) else None
+        link = topo.link_at(node, int(port)) if port.isdecimal() and node in _names(topo) else None
         if link is None:
             raise FailureSpecError(f"{text!r}: no link at that node:port")
         return link
@@ -112,7 +112,7 @@ def parse_event(topo: Topology, spec: str, up: bool) -> LinkEvent:
         raise FailureSpecError(f"{spec!r}: time must be >= 0")
     kind, colon, plane = where.partition(":")
     if colon and kind == "plane":
-        if not plane.isdigit():
+        if not plane.isdecimal():
             raise FailureSpecError(f"{spec!r}: expected plane:P with P a plane number")
         return LinkEvent(at, plane_links(topo, int(plane)), up, f"plane {plane}")
     return LinkEvent.of(at, find_link(topo, where), up)

@@ -45,7 +45,7 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
                 return list(zip(hosts, perm))
     if name.startswith("shift:"):
         k = name.partition(":")[2]
-        if not k.isdigit() or int(k) % len(hosts) == 0:
+        if not k.isdecimal() or int(k) % len(hosts) == 0:
             raise WorkloadError(f"{name!r}: expected shift:K with K not a multiple of "
                                 f"{len(hosts)} (host i writes to host i+K)")
         n = len(hosts)

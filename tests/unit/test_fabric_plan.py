@@ -57,7 +57,8 @@ def test_failure_specs(clos2: Any) -> None:
     assert find_link(clos2, "p0-spine0-p0-leaf0") is link
     assert find_link(clos2, "p0-leaf0:3") is link
     assert find_link(clos2, str(link.index)) is link
-    for bad in ("p0-leaf0-p0-leaf1", "h0-h1", "p0-leaf0:9", "99", "nothing"):
+    for bad in ("p0-leaf0-p0-leaf1", "h0-h1", "p0-leaf0:9", "99", "nothing", "\u00b9",
+                "p0-leaf0:\u00b3"):
         with pytest.raises(FailureSpecError):
             find_link(clos2, bad)
     events = parse_schedule(clos2, ["h0-p0-leaf0@3"], ["h0-p0-leaf0@1.5"])
