@@ -230,6 +230,8 @@ class Qp:
         self.count(EV_STATE_PREFIX + reason)
         if EvState.ASSUMED_BAD in (old, new):
             self.host.paths_changed()
+            if new == EvState.ASSUMED_BAD:
+                self.next_ev_probe = 0.0  # its first EV probe goes at the next timer
         self.emit(
             EvStateChanged(
                 self.qpn, self.ev_profile.profile_id, ev.evs[idx], ev.ports[idx], old, new, reason

@@ -55,8 +55,18 @@ from hosts.wire import Bth, MrcPacket, Peth
 FLAG_INFLIGHT = 1  # the PSN's bytes are counted in bytes_in_flight
 FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
 
-K_REPEATED_LOSS = 2  # inferred losses in a row on one EV, none delivered: the EV is assumed bad
+# Inferred losses in a row on one EV with none of its packets delivered make it ASSUMED_BAD:
+# three found by the reordering threshold, or two that waited at least a round trip (found by
+# time, a probe or the per-packet timer: the packet vanished while later ones arrived), each
+# of those weighing one and a half.
+K_REPEATED_LOSS = 6
+K_LOSS_WEIGHT_FAST = 2
+K_LOSS_WEIGHT_SLOW = 3
 K_REO_MULT_MAX = 16.0  # cap of the time threshold's multiplier of srtt
+# Within one plane the time threshold is this fraction of the cross-plane one (RACK's srtt/4):
+# packets of a plane share its queues, so one sent that much later and delivered is evidence
+# enough, even with fewer packets in flight than the reordering threshold.
+K_SAME_PLANE_TIME = 0.25
 K_PROBE_SPAN = 64  # PSNs a probe's SACK bitmap covers
 
 
@@ -137,6 +147,7 @@ class Recovery:
         # reo_mult x srtt later was delivered (catches a silently dead plane)
         self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
         self.max_acked_t = float("-inf")
+        self.max_acked_tp = [float("-inf")] * nplanes  # the same, per plane
         self.fresh_ev = -1  # EV of the latest-sent packet known delivered (a working path)
         self.reo_mult = 1.0
         # per EV: inferred losses since the last delivery of a packet sent on it
@@ -244,6 +255,8 @@ class Recovery:
                         self.detectors[plane].on_acked(self.r_pseq[slot])
                         if self.r_time[slot] > self.max_acked_t:
                             self.max_acked_t = self.r_time[slot]
+                        if self.r_time[slot] > self.max_acked_tp[plane]:
+                            self.max_acked_tp[plane] = self.r_time[slot]
         elif duplicate:
             # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
             # was not needed
@@ -281,6 +294,7 @@ class Recovery:
         maxs = self._maxs
         r_time = self.r_time
         max_t = float("-inf")
+        max_tp = self.max_acked_tp
         fresh = -1
         ev_loss = self.ev_loss
         if len(ev_loss) != len(ports):
@@ -308,6 +322,8 @@ class Recovery:
                 if t > max_t:
                     max_t = t
                     fresh = e
+                if t > max_tp[plane]:
+                    max_tp[plane] = t
                 ev_loss[e] = 0
         self.inflight = inflight
         if max_t > self.max_acked_t:
@@ -381,23 +397,33 @@ class Recovery:
         una = self.una
         mask = self.mask
         r_seq = self.r_seq
-        found = 0
-        for order, det in zip(self.orders, self.detectors):
+        srtt = self.rtt.srtt
+        window = -1.0 if srtt is None else srtt * self.reo_mult * K_SAME_PLANE_TIME
+        found = timed = 0
+        for plane, (order, det) in enumerate(zip(self.orders, self.detectors)):
+            limit_p = self.max_acked_tp[plane] - window if window >= 0 else float("-inf")
             while order:
-                ps, psn, _t, seq = order[0]
+                ps, psn, t, seq = order[0]
                 if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
                     order.popleft()
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._inferred_loss(psn, RTX_SACK_GAP):
+                    if self._inferred_loss(psn, RTX_SACK_GAP, K_LOSS_WEIGHT_FAST):
                         found += 1
+                    continue
+                if t <= limit_p:  # by time, within the plane
+                    order.popleft()
+                    if self._inferred_loss(psn, RTX_SACK_GAP):
+                        timed += 1
                     continue
                 break
         if found:
             self.qp.count("loss_fast", found)
             self._log_lost("fast", found, now)
-        srtt = self.rtt.srtt
+        if timed:
+            self.qp.count("loss_time", timed)
+            self._log_lost("time", timed, now)
         if srtt is None:
             return
         limit = self.max_acked_t - srtt * self.reo_mult
@@ -418,9 +444,10 @@ class Recovery:
             self.qp.count("loss_time", found)
             self._log_lost("time", found, now)
 
-    def _inferred_loss(self, psn: int, why: int) -> bool:
-        """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
-        a row with none delivered in between is assumed bad (a silently dead path or plane)."""
+    def _inferred_loss(self, psn: int, why: int, weight: int = K_LOSS_WEIGHT_SLOW) -> bool:
+        """Mark a PSN lost that vanished (no NACK); an EV whose losses in a row, with none of
+        its packets delivered in between, weigh K_REPEATED_LOSS is assumed bad (a silently
+        dead path or plane)."""
         if not self.mark_lost(psn, why):
             return False
         if self.rc:
@@ -428,7 +455,7 @@ class Recovery:
         idx = self.r_ev[psn & self.mask]
         ev_loss = self.ev_loss
         if 0 <= idx < len(ev_loss):
-            ev_loss[idx] += 1
+            ev_loss[idx] += weight
             if ev_loss[idx] >= K_REPEATED_LOSS:
                 ev_loss[idx] = 0
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "repeated_loss")

@@ -122,7 +122,8 @@ def test_modify_port_brings_a_nic_port_down_and_up(
     t.wait_sends(SIZE // MiB, timeout=120)
     assert t.exact()
     st = star.host(1).qp_stats(t.qp.qpn)
-    assert st["rtx_plane_down"] == st["loss_plane_down"]  # in flight on plane 0 when it left
+    # in flight on plane 0 when it left: resent elsewhere (unless a SACK came first)
+    assert 0 < st["rtx_plane_down"] <= st["loss_plane_down"]
     assert star.host(2).qp_stats(t.peer_qp.qpn)["peer_psu"] >= 2
     admin = [e["data"] for e in star.qlog(1) if e["name"] == PORT_ADMIN]
     assert admin == [{"port": 0, "enabled": False}, {"port": 0, "enabled": True}]

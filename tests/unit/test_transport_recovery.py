@@ -210,6 +210,26 @@ def test_time_threshold_catches_a_silent_plane() -> None:
     assert r.rec.lost == bits(0) and r.qp.counts == {"loss_time": 1}
 
 
+def test_within_a_plane_a_quarter_of_the_rtt_is_enough() -> None:
+    """Fewer packets in flight than the reordering threshold: a packet of the same plane sent
+    at least srtt/4 later was delivered, so the older one is lost (cross-plane it would take a
+    whole srtt)."""
+    r = rig(planes=2)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)  # plane 0, vanishes
+    r.rec.on_sent(1, 0, SIZE, 3e-6, False)  # plane 0, 3 us later
+    r.rec.on_sent(2, 1, SIZE, 3e-6, False)  # plane 1
+    r.rec.on_sack(bits(1, 2), 2, 0, False, False, 11e-6)  # srtt = 8 us: 3 us >= 8 / 4
+    r.rec.detect_losses(11e-6, None)
+    assert r.rec.lost == bits(0) and r.qp.counts == {"loss_time": 1}
+    # the same gap across planes is not enough
+    x = rig(planes=2)
+    x.rec.on_sent(0, 1, SIZE, 0.0, False)  # plane 1, vanishes
+    x.rec.on_sent(1, 0, SIZE, 3e-6, False)
+    x.rec.on_sack(bits(1), 1, 0, False, False, 11e-6)
+    x.rec.detect_losses(11e-6, None)
+    assert x.rec.lost == 0
+
+
 def test_spurious_retransmissions_double_the_thresholds_up_to_their_caps() -> None:
     r = rig(reorder_threshold=3)
     for _ in range(6):
@@ -319,14 +339,27 @@ def test_per_packet_timer() -> None:
     assert r.rec.next_timer() == pytest.approx(80e-6)
 
 
-def test_two_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
+def test_two_slow_or_three_fast_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
+    """Losses that waited a round trip (here the per-packet timer) weigh 1.5 fast ones: two in
+    a row are enough; three found by the reordering threshold are needed."""
     r = rig(per_packet_timeout=10e-6)
     for psn in range(4):
         r.rec.on_sent(psn, psn % 2, SIZE, 0.0, False)  # EV indexes 0, 1, 0, 1
     r.rec.on_sack(bits(1), 1, 0, False, False, 5e-6)  # a delivery on EV 1 resets its count
     r.rec.on_timer(10e-6)  # PSNs 0, 2 (EV 0) and 3 (EV 1) vanished
     assert r.ev_log == [(0, EvState.GOOD, EvState.ASSUMED_BAD, "repeated_loss")]
-    assert r.rec.ev_loss[1] == 1  # one loss on EV 1 since its last delivery: still GOOD
+    assert r.rec.ev_loss[1] == 3  # one slow loss on EV 1 since its last delivery: still GOOD
+    fast = rig(reorder_threshold=1)
+    for psn, idx in ((0, 0), (1, 0), (2, 1)):
+        fast.rec.on_sent(psn, idx, SIZE, psn * 1e-6, False)
+    fast.rec.on_sack(bits(2), 2, 0, False, False, 10e-6)
+    fast.rec.detect_losses(10e-6, None)  # PSNs 0 and 1 (EV 0) lost by reordering
+    assert fast.qp.counts["loss_fast"] == 2 and fast.ev_log == []  # two fast: not enough
+    for psn, idx in ((3, 0), (4, 1)):
+        fast.rec.on_sent(psn, idx, SIZE, psn * 1e-6, False)
+    fast.rec.on_sack(bits(4), 4, 0, False, False, 11e-6)
+    fast.rec.detect_losses(11e-6, None)  # PSN 3 (EV 0): the third
+    assert fast.ev_log == [(0, EvState.GOOD, EvState.ASSUMED_BAD, "repeated_loss")]
     # RC never changes EV states from the datapath
     rc = rig(per_packet_timeout=10e-6, rc=True)
     for psn in range(4):
