@@ -10,9 +10,15 @@ PYTHON ?= $(shell /usr/bin/python3 -c 'import sys; sys.exit(sys.version_info < (
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 procps psmisc gcc libc6-dev python3-dev \
-                python3-venv
-GRPC_TOOLS := grpcio-tools==1.62.3
+APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 iputils-ping nftables procps psmisc gcc \
+                libc6-dev python3-dev python3-venv
+# Mininet's Python package comes with the Debian package (which brings mnexec, the helper
+# its nodes need): the venv links to it, so there is one Mininet.
+MININET_PKG := /usr/lib/python3/dist-packages/mininet
+# p4runtime-shell pins protobuf < 3.21 and p4runtime 1.4.1: its own virtual environment,
+# used by the tests that drive the switches with it (docs/install.md).
+P4SHELL_VENV ?= .venv-p4shell
+P4SHELL := p4runtime-shell==0.0.6
 TOPO ?= clos-2p
 SWITCH ?= embedded
 MODE ?= stev
@@ -25,6 +31,7 @@ help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
 	@echo "make lint      ruff + mypy + import-linter layer contracts"
+	@echo "make protos    regenerate common/proto/ (PROTOS_ARGS=--check only compares)"
 	@echo "make p4        compile p4/*.p4 with p4c into p4/*.json and p4/*.p4info.txtpb"
 	@echo "make topology  bring up a fabric (TOPO=$(TOPO) SWITCH=$(SWITCH) MODE=$(MODE) ARGS=...)"
 	@echo "make bench     run the benchmarks, results under results/"
@@ -32,9 +39,11 @@ help:
 
 install: $(STAMP) cext
 
-# C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise.
+# C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise; the
+# built-in P4 programs' C data paths go to the user's cache (switch/p4json/cbackend.py).
 cext: $(STAMP)
 	@$(PY) -m common.cext --check
+	@$(PY) -m switch.p4json.cbackend --builtin --quiet
 
 apt-packages:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
@@ -48,22 +57,32 @@ $(STAMP): pyproject.toml Makefile
 	@$(MAKE) --no-print-directory apt-packages
 	@base="$$($(PYTHON) -c 'import sys; print(sys.executable)')" || exit 1; \
 	if [ -x $(PY) ] && [ "$$(cat $(VENV)/.base-python 2>/dev/null)" != "$$base" ]; then \
-	  echo "recreating $(VENV) for $$base"; rm -rf $(VENV); $(PYTHON) -m common.cext --clean; fi; \
+	  echo "recreating $(VENV) for $$base"; rm -rf $(VENV) $(P4SHELL_VENV); \
+	  $(PYTHON) -m common.cext --clean; fi; \
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || exit 1; \
 	echo "$$base" > $(VENV)/.base-python
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
-	$(PY) -m pip install --quiet --no-deps $(GRPC_TOOLS)
-	@$(PY) -c "import p4.v1.p4runtime_pb2, p4runtime_sh, grpc, pyscipopt, highspy, scapy, mininet" \
+	@# packages earlier versions of this venv had: PyPI's Mininet, p4runtime-shell, highspy
+	@$(PY) -m pip uninstall --quiet --yes mininet p4runtime-shell highspy >/dev/null 2>&1 || true
+	@site="$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')"; \
+	if [ -d "$$site/mininet" ] && [ ! -L "$$site/mininet" ]; then rm -rf "$$site/mininet"; fi; \
+	ln -sfn $(MININET_PKG) "$$site/mininet"
+	$(PY) -m pip check
+	@$(PY) -c "import common.proto.p4.v1.p4runtime_pb2, grpc, pyscipopt, scapy, mininet.net, rich" \
 	  || { echo "the virtual environment does not import together; see docs/install.md"; exit 1; }
+	@test -x $(P4SHELL_VENV)/bin/python || $$(cat $(VENV)/.base-python) -m venv $(P4SHELL_VENV)
+	$(P4SHELL_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(P4SHELL_VENV)/bin/python -m pip install --quiet $(P4SHELL)
+	$(P4SHELL_VENV)/bin/python -m pip check
 	@touch $(STAMP)
-	@echo "installed: $(VENV) (Python deps) and Debian packages"
+	@echo "installed: $(VENV) (Python deps), $(P4SHELL_VENV) (p4runtime-shell) and Debian packages"
 
 # Per-packet code with a C accelerator (common/cext.py) keeps a pure-Python reference: the
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
 PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
-              tests/unit/test_agent_loop.py
+              tests/unit/test_agent_loop.py tests/unit/test_pipeline*.py tests/unit/test_p4json*.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
@@ -85,8 +104,11 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
+# Regenerates common/proto/*_pb2*.py and the P4Runtime bindings common/proto/p4/ with the
+# pinned grpcio-tools; `make protos PROTOS_ARGS=--check` only compares.
+PROTOS_ARGS ?=
 protos: install
-	$(PY) -m common.proto.build
+	$(PY) -m common.proto.build $(PROTOS_ARGS)
 
 # p4c (common/p4toolchain.py: P4C, P4_BIN_DIR, PATH, /opt/p4/bin) compiles p4/*.p4 into the
 # committed BMv2 JSON and P4Info; `make p4 P4BUILD_ARGS=--check` only checks they are current.
@@ -102,5 +124,6 @@ bench: install
 
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
+	-@test -x $(PY) && $(PY) -m switch.p4json.cbackend --clean
+	rm -rf $(VENV) $(P4SHELL_VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

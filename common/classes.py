@@ -55,6 +55,13 @@ CLASS_IDS: dict[TrafficClass, int] = {cls: i for i, cls in enumerate(TrafficClas
 
 TRIMMABLE_CLASSES = frozenset({TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX})
 
+BEST_EFFORT_CLASS_ID = len(TrafficClass)
+"""Class id of traffic that is not MRC (any DSCP no MRC class uses: the hosts' kernel traffic,
+ping, iperf3): the switch's ``dscp_class`` default action, so its per-class counters never mix
+with an MRC class's."""
+BEST_EFFORT_PRIORITY = 0
+"""Egress queue of best-effort traffic: below every MRC class, never trimmed."""
+
 
 @dataclass(frozen=True)
 class DscpClass:

@@ -16,11 +16,19 @@ from dataclasses import dataclass
 import grpc
 from google.protobuf import struct_pb2
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from common.p4schema import PROGRAMS
 from common.p4schema.bytestrings import decode, encode
+from common.p4schema.compiled import load_device_config
 from common.p4schema.model import Program
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
+
+CONTROLLER_ELECTION_ID = 1 << 96
+"""The election id the mrcnet controller arbitrates with: high word 2**32, low word 0. It is
+above p4runtime-shell's default (high 1, low 0) and any small id typed by hand, so a shell
+attached with its defaults is a backup (reads work, writes are refused) and the controller
+stays primary; a client that means to take over gives a higher id on purpose (p4runtime-shell
+``--election-id 4294967296,1``)."""
 
 Match = Mapping[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
 Params = Mapping[str, int]
@@ -158,7 +166,8 @@ class P4RuntimeClient:
         self.channel.close()
 
     def __enter__(self) -> P4RuntimeClient:
-        self.connect()
+        if self._stream is None:  # ``with`` on a client that already connected keeps its stream
+            self.connect()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -170,12 +179,25 @@ class P4RuntimeClient:
         eid.high = self.election_id >> 64
         eid.low = self.election_id & ((1 << 64) - 1)
 
-    def push_pipeline(self, action: int = SetReq.VERIFY_AND_COMMIT, cookie: int = 0) -> None:
+    def push_pipeline(
+        self,
+        action: SetReq.Action = SetReq.VERIFY_AND_COMMIT,
+        cookie: int = 0,
+        device_config: bytes = b"",
+    ) -> None:
+        """SetForwardingPipelineConfig with p4c's P4Info and ``device_config`` as
+        ``p4_device_config``: empty for the embedded target (it runs its own build of the
+        program), the program's BMv2 JSON for simple_switch_grpc (``bmv2_device_config``)."""
         req = SetReq(device_id=self.device_id, action=action)
         self._election(req)
         req.config.p4info.CopyFrom(self.program.to_p4info())
+        req.config.p4_device_config = device_config
         req.config.cookie.cookie = cookie
         self._call(self.stub.SetForwardingPipelineConfig, req)
+
+    def bmv2_device_config(self) -> bytes:
+        """p4c's BMv2 JSON of this client's program (``p4/<program>.json``), what BMv2 loads."""
+        return load_device_config(self.program.name)
 
     def get_pipeline(self) -> p4runtime_pb2.ForwardingPipelineConfig:
         req = p4runtime_pb2.GetForwardingPipelineConfigRequest(device_id=self.device_id)

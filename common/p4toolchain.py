@@ -34,10 +34,14 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
-def find_tool(name: str, env: Mapping[str, str] | None = None) -> Path | None:
+def find_tool(
+    name: str, env: Mapping[str, str] | None = None, fallback: bool = True
+) -> Path | None:
     """The tool ``name`` per the lookup order above, or None when it is nowhere.
 
-    Raises ToolchainError when ``P4_BIN_DIR`` is set but holds no executable ``name``."""
+    ``fallback=False`` skips the ``/opt/p4/bin`` step (BMv2 switches are run from
+    ``P4_BIN_DIR`` or PATH only). Raises ToolchainError when ``P4_BIN_DIR`` is set but holds
+    no executable ``name``."""
     env = os.environ if env is None else env
     bin_dir = env.get(BIN_DIR_VAR)
     if bin_dir:
@@ -48,6 +52,8 @@ def find_tool(name: str, env: Mapping[str, str] | None = None) -> Path | None:
     on_path = shutil.which(name, path=env.get("PATH", os.defpath))
     if on_path is not None:
         return Path(on_path)
+    if not fallback:
+        return None
     candidate = DEFAULT_BIN_DIR / name
     return candidate if _executable(candidate) else None
 

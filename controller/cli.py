@@ -26,6 +26,16 @@ from controller.auth import AuthError, open_channel, read_token
 from controller.profile_store import nscc_defaults
 
 DEFAULT_SOCKET = os.environ.get("MRCNET_CTL_SOCKET", "/run/mrcnet/controller.sock")
+
+
+def default_socket() -> str:
+    """$MRCNET_CTL_SOCKET, else the controller of the newest fabric ``mrcnet up`` runs
+    (common.fabric_registry), else /run/mrcnet/controller.sock."""
+    if "MRCNET_CTL_SOCKET" in os.environ:
+        return os.environ["MRCNET_CTL_SOCKET"]
+    from common.fabric_registry import newest_controller
+
+    return newest_controller() or DEFAULT_SOCKET
 STATES: dict[str, int] = {"INIT": pb.PROFILE_INIT, "OFFLINE": pb.PROFILE_OFFLINE, "ONLINE": pb.PROFILE_ONLINE}
 FMT_MODES: dict[str, int] = {"STEV": pb.EV_FMT_STEV, "SRV6": pb.EV_FMT_SRV6, "UDP": pb.EV_FMT_UDP}
 EV_MODES: dict[str, int] = {"AUTO": pb.EV_MODE_AUTO, "EXP": pb.EV_MODE_EXP, "GEN": pb.EV_MODE_GEN}
@@ -69,7 +79,9 @@ def parse_field(text: str) -> pb.EvField:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--unix", default=None, help=f"controller socket (default {DEFAULT_SOCKET})"
+        "--unix", default=None,
+        help="controller socket (default: $MRCNET_CTL_SOCKET, else the running fabric's "
+             f"controller, else {DEFAULT_SOCKET})"
     )
     parser.add_argument("--tcp", help="controller HOST:PORT (needs --token-file or TLS)")
     parser.add_argument("--token-file", help="bearer token for a TCP controller")
@@ -165,7 +177,8 @@ def _channel(args: argparse.Namespace) -> grpc.Channel:
     if args.tcp:
         token = read_token(args.token_file) if args.token_file else None
         return open_channel(args.tcp, token=token, tls=tls if all(tls) else None)  # type: ignore[arg-type]
-    return open_channel(f"unix:{args.unix or DEFAULT_SOCKET}")
+    args.unix = args.unix or default_socket()
+    return open_channel(f"unix:{args.unix}")
 
 
 def _emit(args: argparse.Namespace, msg: Message, text: Callable[[Any], str] | None = None) -> None:
@@ -453,7 +466,7 @@ def run(args: argparse.Namespace) -> int:
         code = exc.code()  # type: ignore[attr-defined]
         details = exc.details()  # type: ignore[attr-defined]
         if code == grpc.StatusCode.UNAVAILABLE and not args.tcp:
-            details = f"cannot reach the controller at {args.unix or DEFAULT_SOCKET} ({details})"
+            details = f"cannot reach the controller at {args.unix or default_socket()} ({details})"
         print(f"mrcnet ctl: {code.name}: {details}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -12,7 +12,8 @@ Routes with one next hop have no alternative and are left alone; SRv6 paths are 
 source (the MRC endpoint steers away from failed EVs), so only hop-by-hop routes change.
 
 The data plane already drops on a down port at once (the ``port_down`` register); what this
-module adds is the network-wide repair a real control plane performs later.
+module adds is the network-wide repair a real control plane performs later. ``delay`` and the
+recorded times are on the run's clock (common/vclock.py).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import logging
 import queue
 import sys
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.vclock import RunClock
 from topologies.model import NodeKind, Topology
 from topologies.routes import NextHop, RouteEcmp, RouteEv, SetNextHop, SwitchTables
 
@@ -36,9 +37,10 @@ SELECTOR = "MrcIngress.ecmp_selector"
 FIRST_TEMP_ID = 900  # ids of groups/members created here (above the topology's own)
 
 
-def _say(text: str) -> None:
-    """One line on stderr (the controller's log) with a wall-clock stamp for the results."""
-    print(f"convergence t={time.time():.6f} {text}", file=sys.stderr, flush=True)
+def _say(text: str, stamp: float) -> None:
+    """One line on stderr (the controller's log) with a Unix-time stamp of the run's clock
+    (``RunClock.unix``: wall-clock time at TDF 1) for the results."""
+    print(f"convergence t={stamp:.6f} {text}", file=sys.stderr, flush=True)
 
 
 def _mac(text: str) -> int:
@@ -62,7 +64,10 @@ class Convergence:
         tables: Mapping[str, SwitchTables],
         clients: Mapping[str, Any],  # switch -> P4RuntimeClient (connected, primary)
         delay: float,
+        clock: RunClock | None = None,
     ) -> None:
+        """``delay``: seconds of the run's ``clock`` (default: the wall clock, TDF 1)."""
+        self.clock = clock or RunClock(1.0)
         self.topo = topo
         self.tables = dict(tables)
         self.clients = dict(clients)
@@ -110,17 +115,17 @@ class Convergence:
         with self._lock:
             if self._stop.is_set():
                 return
-            self.history.port_events.append((time.time(), switch, port, up))
+            self.history.port_events.append((self.clock.unix(), switch, port, up))
             if up:
                 self._port_down.discard((switch, port))
             else:
                 self._port_down.add((switch, port))
-            timer = threading.Timer(self.delay, self.reconcile)
+            timer = threading.Timer(self.clock.to_wall(self.delay), self.reconcile)
             timer.daemon = True
             self._timers = [t for t in self._timers if t.is_alive()] + [timer]
             timer.start()
         _say(f"{switch} port {port} {'up' if up else 'down'}; routes recomputed in "
-             f"{self.delay:.3f} s")
+             f"{self.delay:.3f} s", self.clock.unix())
 
     # -- computation -------------------------------------------------------------------------
     def _link_up(self, switch: str, port: int) -> bool:
@@ -237,8 +242,9 @@ class Convergence:
                 except Exception as exc:  # a switch refusing must not stop the others
                     self.errors.append(f"{sw} {prefix}: {exc}")
                     log.warning("route update %s %s failed: %s", sw, prefix, exc)
-            self.history.reconciles.append((time.time(), writes))
-        _say(f"reconciled: {writes} route(s) rewritten, {len(self._installed)} withdrawn now")
+            self.history.reconciles.append((self.clock.unix(), writes))
+        _say(f"reconciled: {writes} route(s) rewritten, {len(self._installed)} withdrawn now",
+             self.clock.unix())
         return writes
 
     @property

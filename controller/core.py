@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from common.proto import mrc_ctl_pb2 as pb
+from common.vclock import RunClock
 from controller import profile_store as prof
 from controller.agents import Agent, AgentRegistry
 from controller.collective import Collectives
@@ -62,15 +63,22 @@ class Controller:
         topology: Topology | None = None,
         ports: int | None = None,
         backend: FabricBackend | None = None,
+        clock: RunClock | None = None,
     ) -> None:
+        # The run's clock (common/vclock.py): timeouts and periods of the experiment are in
+        # its seconds; OS waits convert them with clock.to_wall. gRPC deadlines stay wall.
+        self.clock = clock or RunClock(1.0)
         self.topology = topology
         self.ports = _device_ports(topology, ports)
         self.lock = threading.RLock()
         self.store = prof.ProfileStore(self.ports)
         self.agents = AgentRegistry()
         self.events = EventHub()
-        self.fabric = FabricState(topology, backend or InMemoryFabric()) if topology else None
-        self.collectives = Collectives(self._fabric, readback=self._read_circuits)
+        self.fabric = (FabricState(topology, backend or InMemoryFabric(), sleep=self.clock.sleep)
+                       if topology else None)
+        # collective barriers: times and the dark time of reconfigurations on the run clock
+        self.collectives = Collectives(self._fabric, clock=self.clock.now,
+                                       wall=self.clock.to_wall, readback=self._read_circuits)
         self.counters: collections.Counter[str] = collections.Counter()
         self._admin: dict[tuple[str, int], int] = {}
         self._oper: dict[tuple[str, int], bool] = {}
@@ -324,7 +332,7 @@ class Controller:
             for agent, cmd in commands:
                 agent.send(pb.ControllerMessage(ep=cmd))
             self.counters["ep_requests_sent"] += len(commands)
-        end = time.monotonic() + req.rsp_timeout_ns / 1e9
+        end = time.monotonic() + self.clock.to_wall(req.rsp_timeout_ns / 1e9)
         if deadline is not None:
             end = min(end, deadline)
         with batch.cond:

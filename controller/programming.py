@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.p4schema.model import Program
-from common.p4schema.mrc_switch import PROGRAM, dscp_class_write
+from common.p4schema.mrc_switch import PROGRAM, dscp_class_write, dscp_default_write
 from topologies.routes import NextHop, RouteEcmp, RouteEv, SetNextHop, SwitchTables
 
 Match = dict[str, int | tuple[int, int]]  # exact value, or (value, prefix_len) for LPM
 
 ECMP_SELECTOR = "MrcIngress.ecmp_selector"
 INSERT = 1  # p4.v1.Update.INSERT
+MODIFY = 2  # p4.v1.Update.MODIFY (the only update a default entry takes)
 
 
 class P4RuntimeClientLike(Protocol):
@@ -29,7 +30,8 @@ class P4RuntimeClientLike(Protocol):
         self, profile: str, group_id: int, members: Sequence[tuple[int, str, Mapping[str, int]]]
     ) -> None: ...
     def table_entry(self, table: str, match: Any = None, action: str | None = None,
-                    params: Any = None, *, group_id: int | None = None) -> Any: ...  # fmt: skip
+                    params: Any = None, *, group_id: int | None = None,
+                    default: bool = False) -> Any: ...  # fmt: skip
     def update(self, kind: int, **entity: object) -> Any: ...
     def write(self, updates: Sequence[Any]) -> None: ...
 
@@ -45,6 +47,7 @@ class TableWrite:
     action: str | None = None  # direct action, or None with ``group_id``
     params: dict[str, int] = field(default_factory=dict)
     group_id: int | None = None  # action-selector group (MrcIngress.ecmp)
+    default: bool = False  # the table's default action (empty match, written with MODIFY)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ def program_for(tables: SwitchTables, program: Program = PROGRAM) -> SwitchProgr
         entries.append(TableWrite("MrcIngress.my_usid", match, action_name))
     for row in tables.dscp_classes:
         entries.append(TableWrite(*dscp_class_write(row)))
+    table, action_name, params = dscp_default_write()
+    entries.append(TableWrite(table, {}, action_name, params, default=True))
     for port, cfg in sorted(tables.port_config.items()):
         params = {
             "ecn_threshold_bytes": cfg.ecn_threshold_bytes,
@@ -168,6 +173,13 @@ def check(prog: SwitchProgram, program: Program = PROGRAM) -> None:
         schema = tables.get(e.table)
         if schema is None:
             raise ProgramError(f"{where}: no such table")
+        if e.default:
+            if e.match or e.action is None:
+                raise ProgramError(f"{where}: a default entry has no match and one action")
+            if e.action not in {r.name for r in schema.actions if r.scope != "TABLE_ONLY"}:
+                raise ProgramError(f"{where}: action {e.action} cannot be the default")
+            _check_params(program, where, e.action, e.params)
+            continue
         counts[e.table] = counts.get(e.table, 0) + 1
         if counts[e.table] > schema.size:
             raise ProgramError(f"{where}: more than {schema.size} entries")
@@ -206,7 +218,7 @@ def apply(client: P4RuntimeClientLike, prog: SwitchProgram) -> None:
         if e.group_id is not None:
             te = client.table_entry(e.table, e.match, group_id=e.group_id)
         else:
-            te = client.table_entry(e.table, e.match, e.action, e.params)
-        updates.append(client.update(INSERT, table_entry=te))
+            te = client.table_entry(e.table, e.match, e.action, e.params, default=e.default)
+        updates.append(client.update(MODIFY if e.default else INSERT, table_entry=te))
     if updates:
         client.write(updates)

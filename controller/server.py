@@ -2,7 +2,9 @@
 
 Prints one ``listening on ADDRESS`` line once the socket accepts connections (readiness for
 the orchestrator), serves until SIGTERM/SIGINT, then closes agent channels and event streams
-and removes its unix socket.
+and removes its unix socket. ``--tdf``/``--clock-epoch`` (or MRCNET_TDF/MRCNET_CLOCK_EPOCH)
+put it on the run's virtual clock (common/vclock.py): ``--cp-delay`` and endpoint-operation
+timeouts are then virtual seconds (``Controller.clock``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from types import FrameType
 
 import grpc
 
+from common import vclock
+from common.vclock import RunClock
 from controller.auth import AuthError, TokenInterceptor, bind_unix, read_token, tls_credentials
 from controller.convergence import Convergence
 from controller.core import Controller
@@ -45,6 +49,7 @@ class ServerConfig:
     switches: str | None = None  # JSON {switch: {"address": "host:port", "device_id": N}}
     mode: str | None = None  # path mode to program (default: the topology's)
     cp_delay: float | None = None  # with --switches: withdraw/restore routes after this delay
+    clock: RunClock | None = None  # the run's clock (default: TDF 1, epoch now)
 
 
 class ControllerServer:
@@ -109,9 +114,10 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
         backend = southbound
         if config.cp_delay is not None:
             tables = switch_tables(topo, southbound.mode)
-            convergence = Convergence(topo, tables, southbound.clients, config.cp_delay)
+            convergence = Convergence(topo, tables, southbound.clients, config.cp_delay,
+                                      config.clock)
             convergence.start()
-    controller = Controller(topo, ports=config.ports, backend=backend)
+    controller = Controller(topo, ports=config.ports, backend=backend, clock=config.clock)
     interceptors = [TokenInterceptor(token)] if token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=config.max_workers, thread_name_prefix="ctl"),
@@ -139,13 +145,24 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
 
 
 def read_switch_map(path: str) -> dict[str, SwitchEndpoint]:
-    """``{"leaf0": {"address": "127.0.0.1:9559", "device_id": 1}, ...}`` -> endpoints."""
+    """``{"leaf0": {"address": "127.0.0.1:9559", "device_id": 1}, ...}`` -> endpoints.
+
+    A BMv2 switch adds ``"target": "bmv2"``, its ``"thrift_port"`` and ``"ports"``
+    (``{"1": "ifname", ...}``), which the controller needs to keep its port state."""
     try:
         data = json.loads(Path(path).read_text())
-        return {
-            name: SwitchEndpoint(str(ep["address"]), int(ep["device_id"]))
-            for name, ep in data.items()
-        }
+        out = {}
+        for name, ep in data.items():
+            target = str(ep.get("target", "embedded"))
+            if target not in ("embedded", "bmv2"):
+                raise ValueError(f"{name}: unknown target {target!r} (embedded, bmv2)")
+            ifnames = tuple(sorted((int(k), str(v)) for k, v in ep.get("ports", {}).items()))
+            thrift = int(ep.get("thrift_port", 0))
+            if target == "bmv2" and (not thrift or not ifnames):
+                raise ValueError(f"{name}: a bmv2 switch needs thrift_port and ports")
+            out[name] = SwitchEndpoint(str(ep["address"]), int(ep["device_id"]), target,
+                                       thrift, ifnames)
+        return out
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SouthboundError(f"switch map {path}: {exc}") from None
 
@@ -170,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=[m.value for m in PathMode], help="path mode to program")
     p.add_argument("--cp-delay", type=float, default=None, metavar="S",
                    help="with --switches: withdraw/restore routes S seconds after a port change")
+    vclock.add_arguments(p)
     return p
 
 
@@ -179,7 +197,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if any(tls_parts) and not all(tls_parts):
         print("controller: --tls-cert, --tls-key and --tls-ca go together", file=sys.stderr)
         return 2
+    try:
+        clock = vclock.RunClock.from_args(args)
+    except vclock.ClockError as exc:
+        print(f"controller: {exc}", file=sys.stderr)
+        return 2
     config = ServerConfig(
+        clock=clock,
         unix=args.unix,
         tcp=args.tcp,
         token_file=args.token_file,

@@ -26,7 +26,8 @@ Errors are exceptions instead of errno: ``QpError`` for QP misuse (bad transitio
 attribute, QP not in RTS, SQ full), ``ValueError`` for bad buffers, ``ApiError`` for misuse of
 the API objects (destroyed objects, CQ still in use). Calls are thread-safe; completions and
 async events are delivered by the agent's loop thread, so an application waits on a
-completion channel (or polls) like it would with verbs.
+completion channel (or polls) like it would with verbs. Timeouts are seconds of the run's
+clock (the agent's, common/vclock.py: virtual seconds under time dilation).
 """
 
 from __future__ import annotations
@@ -190,10 +191,11 @@ class CompletionChannel:
             return self._fd
 
     def get_cq_event(self, timeout: float | None = None) -> CQ | None:
-        """Block until an armed CQ got a completion; None on timeout. Acknowledge with
-        ack_cq_events and re-arm with CQ.req_notify before polling."""
+        """Block until an armed CQ got a completion; None on timeout (seconds of the run's
+        clock). Acknowledge with ack_cq_events and re-arm with CQ.req_notify before polling."""
+        wall = None if timeout is None else _to_wall(self.ctx, timeout)
         with self._cond:
-            if not self._cond.wait_for(lambda: bool(self._ready) or self.destroyed, timeout):
+            if not self._cond.wait_for(lambda: bool(self._ready) or self.destroyed, wall):
                 return None
             if not self._ready:
                 return None
@@ -276,8 +278,9 @@ class CQ:
 
     def wait(self, num_entries: int, timeout: float) -> list[Completion]:
         """Convenience (not in mrc.h): block until ``num_entries`` completions are available or
-        ``timeout`` passes; returns what is there (poll semantics)."""
-        deadline = time.monotonic() + timeout
+        ``timeout`` (seconds of the run's clock) passes; returns what is there (poll
+        semantics)."""
+        deadline = time.monotonic() + _to_wall(self.ctx, timeout)
         with self._cond:
             self._cond.wait_for(lambda: len(self._entries) >= num_entries,
                                 max(0.0, deadline - time.monotonic()))
@@ -509,8 +512,10 @@ class Context:
 
     # -- async events --------------------------------------------------------------------
     def get_async_event(self, timeout: float | None = None) -> AsyncEvent | None:
+        """The next async event; None after ``timeout`` seconds of the run's clock."""
+        wall = None if timeout is None else _to_wall(self, timeout)
         with self._async_cond:
-            if not self._async_cond.wait_for(lambda: bool(self._async), timeout):
+            if not self._async_cond.wait_for(lambda: bool(self._async), wall):
                 return None
             self.async_unacked += 1
             return self._async.popleft()
@@ -528,6 +533,12 @@ class Context:
             qp.destroy()
         self.agent.remove_handler(self._on_event)
         self.closed = True
+
+
+def _to_wall(ctx: Context, timeout: float) -> float:
+    """An application's timeout (seconds of the run's clock) as the wall seconds to wait."""
+    run_clock = getattr(ctx.agent, "run_clock", None)  # a test stand-in may have none
+    return timeout * run_clock.tdf if run_clock is not None else timeout
 
 
 def open_device(agent: Agent) -> Context:

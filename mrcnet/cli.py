@@ -15,19 +15,34 @@ from mrcnet.modules import load_optional
 
 # subcommand -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "up": ("mrcnet.cmd_up", "bring up a topology, run workloads, inject failures"),
-    "run": ("mrcnet.cmd_run", "run a workload on a running or fresh network"),
+    "up": ("mrcnet.cmd_up", "bring up a topology, run workloads, inject failures "
+           "(needs root: network namespaces, veth links, raw sockets)"),
+    "run": ("mrcnet.cmd_run", "run a workload on a running or fresh network (fresh: needs "
+            "root)"),
     "ctl": ("controller.cli", "controller client (mrc_ctl operations)"),
     "harvest": ("controller.harvest.cli", "synthesise optical reconfiguration schedules"),
     "pcap": ("hosts.wire.pcapgen", "write sample packets of every MRC type to a pcap"),
     "bench": ("mrcnet.bench", "benchmarks (codec, switch, transport, harvest, ...)"),
+    "topo": ("mrcnet.cmd_topo", "generate topology files (clos, fattree, scaleup) or check one"),
+    "p4": ("switch.stf.p4cmd", "P4 program tools: p4 stf DIR runs p4c STF tests"),
 }
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("mrcnet")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mrcnet", description="MRC + photonic-scheduling emulation testbed"
     )
+    parser.add_argument("--version", action="version", version=f"mrcnet {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)

@@ -52,6 +52,10 @@ def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
     from controller.harvest import schedules
     from controller.harvest.model import Params
 
+    for name, default in (("schedule", ",".join(DEFAULT_SCHEDULES)), ("alpha_r", None),
+                          ("degree", None), ("dtype", "int32")):
+        if not hasattr(args, name):  # `mrcnet run` has only the common options
+            setattr(args, name, default)
     phase, algorithm = parse_run(args.run or "allreduce:rd")
     gpus = [n.name for n in topo.nodes if n.kind.value == "gpu"]
     try:
@@ -117,9 +121,46 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     return out
 
 
+def fab_say(text: str) -> None:
+    print(f"[mrcnet] {text}", file=sys.stderr, flush=True)
+
+
 def fab_time_unit(fab: Any) -> str:
     tdf = getattr(getattr(fab, "opts", None), "tdf", 1)
     return "s" if tdf in (1, None) else f"virtual s, TDF {tdf}"
+
+
+def tdf_probe(spec: dict[str, Any]) -> Any:
+    """``--tdf auto`` on a circuit fabric: a probe (mrcnet/fabric/calibrate.py) is one fabric
+    at the factor running the model calibration (the same steps the schedules run), judged by
+    its fidelity verdict."""
+    from dataclasses import replace
+
+    from mrcnet.fabric.collectives import CollectiveDriver
+    from mrcnet.fabric.fidelity import nice_tdf
+    from mrcnet.fabric.orchestrator import Fabric
+
+    def probe(opts: Any, tdf: float, _workload: str, _size: int, _qp: str,
+              timeout: float) -> dict[str, Any]:
+        fab = Fabric(replace(opts, tdf=tdf, show=False,
+                             results_root=opts.results_root / "calibration"))
+        try:
+            fab.start()
+            driver = CollectiveDriver(fab, timeout=timeout)
+            driver.calibrate(spec["size_bytes"], spec["dark_s"])
+            run = driver.calibration_run
+        finally:
+            fab.stop()
+        fid = (run.fidelity if run is not None else None) or {}
+        faithful = bool(fid.get("faithful"))
+        return {"tdf": tdf, "completed": True, "faithful": faithful,
+                "max_lag_fraction": fid.get("max_lag_fraction"), "slowest": fid.get("slowest"),
+                "goodput_fraction": None,
+                "suggested_tdf": None if faithful else (fid.get("suggested_tdf")
+                                                        or nice_tdf(tdf * 2)),
+                "results_dir": str(fab.run_dir)}
+
+    return probe
 
 
 def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
@@ -133,7 +174,7 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
 
     try:
         spec = prepare(args, topo)
-        opts = options(args)
+        opts = options(args, "circuit")
     except (ValueError, HarvestError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
@@ -141,6 +182,19 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
               "run it with sudo", file=sys.stderr)
         return 2
+    if args.tdf.strip().lower() == "auto":
+        from mrcnet.fabric.calibrate import calibrate
+
+        try:
+            found = calibrate(opts, "collective", spec["size_bytes"], timeout=args.timeout,
+                              say=fab_say, run_probe=tdf_probe(spec))
+        except (RuntimeError, HarvestError, RunError, OSError) as exc:
+            print(f"mrcnet up: calibration failed: {exc}", file=sys.stderr)
+            return 1
+        opts.tdf = found["tdf"]
+        fab_say(f"calibration: TDF {opts.tdf:g} ("
+                f"{'faithful' if found['verified'] else 'not verified'}; "
+                f"{len(found['probes'])} probes, {found['seconds']:.0f} s)")
     fab = Fabric(opts)
     try:
         fab.start()
@@ -155,6 +209,9 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
                          default=str))
     else:
         print(res["table"])
+        if res.get("faithful") is False:
+            print("not faithful: some process fell behind its schedule (see the warnings "
+                  "above and 'fidelity' in collectives.json); try a larger --tdf")
         print(f"results: {res['results_dir']}")
     ok = all(s["verified"] for s in res["schedules"].values())
     return 0 if ok else 1

@@ -44,6 +44,7 @@ def _running(run_dir: Path) -> dict[str, object] | None:
 
 def attach(args: argparse.Namespace) -> int:
     from common.units import parse_size
+    from common.vclock import RunClock
     from mrcnet.fabric.orchestrator import RunOptions
     from mrcnet.fabric.results import summary_table
     from mrcnet.fabric.workloads import WorkloadError, WorkloadRunner
@@ -61,7 +62,10 @@ def attach(args: argparse.Namespace) -> int:
         print(f"mrcnet run: {run_dir} is not a running fabric", file=sys.stderr)
         return 2
     hosts = [str(h) for h in info["hosts"]]  # type: ignore[attr-defined]
-    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])))
+    # The running fabric's clock: job timeouts and the results are in its seconds.
+    clock = RunClock(float(str(info.get("tdf", 1.0))),
+                     float(str(info["clock_epoch"])) if "clock_epoch" in info else None)
+    runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])), clock)
     runner.count = len(list((run_dir / "jobs").glob("*/*-writer.job.json"))) + 1000
     from mrcnet.cmd_up import workload_extra
 
@@ -73,7 +77,7 @@ def attach(args: argparse.Namespace) -> int:
         return 2
     runner.wait(wl, args.timeout + 30)
     summary = wl.summary()
-    print(json.dumps(summary) if args.json else summary_table([summary]))
+    print(json.dumps(summary) if args.json else summary_table([summary], clock.dilated))
     return 0 if summary["completed"] else 1
 
 
@@ -82,5 +86,5 @@ def run(args: argparse.Namespace) -> int:
         return attach(args)
     from mrcnet import cmd_up
 
-    args.run, args.no_cli, args.demo = args.workload, True, False
+    args.run, args.no_cli, args.cli, args.demo = args.workload, True, False, False
     return cmd_up.run(args)

@@ -5,6 +5,9 @@ runs (with the ``--fail``/``--restore`` schedule), results are saved under
 ``results/runs/<run-id>/``, everything is torn down and a summary (or with ``--json`` one
 JSON object with ``completed``, ``verified_bytes``, ``qp_errors``, ``results_dir``, ...) is
 printed. Interactive: the same, then the CLI (``help`` lists the commands) until ``exit``.
+``--tdf N`` runs everything on a virtual clock N times slower than the wall clock (times and
+rates of the results are virtual); ``--tdf auto`` first calibrates the smallest factor that
+keeps every process on time (mrcnet/fabric/calibrate.py).
 ``--demo`` (what ``make topology`` runs): all-to-all MRC Writes sprayed over every plane, a
 leaf-spine link of plane 0 failing at 2 s and coming back at 5 s, 8 s in all.
 """
@@ -32,21 +35,25 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``up`` and ``run``."""
     parser.add_argument("topology", nargs="?", default="clos-2p",
                         help="topology name or YAML file (default clos-2p)")
-    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded")
+    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded",
+                        help="switch target (default embedded; bmv2 needs simple_switch_grpc)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
                         help="transport of the workload (RC = baseline)")
     parser.add_argument("--size", default="2MiB", help="bytes per flow (default 2MiB)")
-    parser.add_argument("--rate", default="100Mbps",
-                        help="rate of every link (default 100Mbps; 'file' keeps the file's)")
+    parser.add_argument("--rate", default=None,
+                        help="rate of every link (default 100Mbps, circuit fabrics 20Mbps: "
+                             "what the 2-core emulation sustains; 'file' keeps the file's)")
     parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
                         help="control-plane delay before routes are withdrawn (default 1 s)")
-    parser.add_argument("--window", default="64KiB", help="bytes in flight per QP")
+    parser.add_argument("--window", default=None,
+                        help="bytes in flight per QP (default 64KiB, circuit fabrics 128KiB)")
     parser.add_argument("--wimm", type=int, default=None, metavar="N",
                         help="every Write is a WriteImm (receives pre-posted, completions "
                              "checked in send order), at most N in flight per QP (max_wimm)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="per workload round")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                        help="seconds a workload round may take (default 120)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B (or every link of a plane: plane:P) down S seconds "
                              "after the workload starts")
@@ -54,8 +61,14 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="bring link A-B (or plane:P) back up at S seconds")
     parser.add_argument("--duration", type=float, default=None, metavar="S",
                         help="repeat the workload until S seconds have passed")
+    parser.add_argument("--tdf", default="1", metavar="N|auto",
+                        help="time-dilation factor: the run's clock goes N times slower than "
+                             "the wall clock (default 1); 'auto' calibrates the smallest "
+                             "factor that keeps every process on time")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
+    parser.add_argument("--pcap", action="store_true",
+                        help="write one pcap per switch port into the run folder's pcap/")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,18 +79,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="all-to-all | permutation | pair:SRC:DST; on circuit fabrics "
                              "PHASE:ALGORITHM (allreduce:rd, reduce-scatter:ring, ...)")
     cmd_collective.add_arguments(parser)
-    parser.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli = parser.add_mutually_exclusive_group()
+    cli.add_argument("--no-cli", action="store_true", help="do not open the CLI")
+    cli.add_argument("--cli", action="store_true",
+                     help="open the CLI even when stdin is not a terminal (commands from a "
+                          "pipe or file, as with Mininet's CLI)")
     parser.add_argument("--demo", action="store_true",
                         help="spraying + a spine link failure and recovery (make topology)")
 
 
-def options(args: argparse.Namespace) -> Any:
+# Defaults per fabric kind: (link rate, window). Circuit fabrics forward every multi-hop
+# packet through GPU agents and send acknowledgements back over multi-hop routes: 8 GPUs and
+# the OCS at 20 Mb/s use about half of the two cores, and a 128 KiB window covers the longest
+# acknowledgement path there (docs/harvest.md).
+DEFAULTS = {"packet": ("100Mbps", "64KiB"), "circuit": ("20Mbps", "128KiB")}
+
+
+def parse_tdf(text: str, switch: str) -> float | None:
+    """``--tdf``: a factor, or None for 'auto'; ValueError with the reason otherwise."""
+    from common.vclock import ClockError, check_tdf
+
+    auto = text.strip().lower() == "auto"
+    if switch == "bmv2" and (auto or text.strip() not in ("1", "1.0")):
+        raise ValueError(f"--tdf {text}: BMv2 (simple_switch_grpc) runs on the wall clock and "
+                         "cannot be dilated; use --tdf 1 or the embedded switch")
+    if auto:
+        return None
+    try:
+        return check_tdf(float(text))
+    except (ValueError, ClockError):
+        raise ValueError(f"--tdf {text!r}: expected a number >= 1 or 'auto'") from None
+
+
+def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     from mrcnet.fabric.orchestrator import RunOptions
 
+    tdf = parse_tdf(args.tdf, args.switch)
+    rate = args.rate or DEFAULTS[kind][0]
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
-                      rate=None if args.rate == "file" else args.rate,
-                      cp_delay=args.cp_delay, window=_size(args.window),
-                      show=not args.quiet)
+                      rate=None if rate == "file" else rate,
+                      cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
+                      show=not args.quiet, tdf=1.0 if tdf is None else tdf,
+                      pcap=getattr(args, "pcap", False))
 
 
 def workload_extra(args: argparse.Namespace) -> dict[str, Any]:
@@ -104,6 +147,20 @@ def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
         args.duration = 8.0
 
 
+def _add_calibration(fab: Any, res: dict[str, Any], calibration: dict[str, Any] | None) -> None:
+    """Keep the --tdf auto search in the results (and in results.json)."""
+    if calibration is None:
+        return
+    from mrcnet.fabric.results import write_json
+
+    res["calibration"] = calibration
+    write_json(fab.run_dir, res)
+
+
+def _say(text: str) -> None:
+    print(f"[mrcnet] {text}", file=sys.stderr, flush=True)
+
+
 def print_summary(res: dict[str, Any], as_json: bool) -> None:
     from mrcnet.fabric.results import summary_table
 
@@ -111,13 +168,22 @@ def print_summary(res: dict[str, Any], as_json: bool) -> None:
         keep = {k: v for k, v in res.items() if k not in ("samples", "ev_events")}
         print(json.dumps(keep, default=str))
         return
-    print(summary_table(res["workloads"]) if res["workloads"] else "no workload ran")
+    virtual = res.get("time") == "virtual"
+    print(summary_table(res["workloads"], virtual) if res["workloads"] else "no workload ran")
+    unit = "virtual s" if virtual else "s"
     for e in res["link_events"]:
-        print(f"  {e['t']:6.2f} s  link {e['link']} {'up' if e['up'] else 'down'}")
+        print(f"  {e['t']:6.2f} {unit}  link {e['link']} {'up' if e['up'] else 'down'}")
     print(f"EV reports: {res['ev_counts']}; route changes: {len(res['convergence'])} "
           "controller log lines")
     print(f"completed: {res['completed']}  verified bytes: {res['verified_bytes']}  "
           f"QP errors: {res['qp_errors']}")
+    fid = res.get("fidelity")
+    if fid:
+        print(f"clock: TDF {res['tdf']:g}  faithful: {'yes' if res['faithful'] else 'NO'}  "
+              f"(slowest {fid['slowest']}: behind schedule {fid['max_lag_fraction']:.1%} of "
+              f"the time, limit {fid['limit']:.0%})")
+    for text in res.get("warnings", []):
+        print(f"WARNING: {text}")
     print(f"results: {res['results_dir']}")
 
 
@@ -143,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
         size = _size(args.size)
         opts = options(args)
         extra = workload_extra(args)
+        if opts.pcap and opts.switch == "bmv2":
+            raise ValueError("--pcap captures through the embedded switch's admin service; "
+                             "with --switch bmv2 use simple_switch_grpc's own --pcap")
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2
@@ -150,18 +219,35 @@ def run(args: argparse.Namespace) -> int:
         print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
               "run it with sudo", file=sys.stderr)
         return 2
-    interactive = not args.no_cli and sys.stdin.isatty()
+    interactive = args.cli or (not args.no_cli and sys.stdin.isatty())
+    calibration = None
+    if args.tdf.strip().lower() == "auto":
+        from mrcnet.fabric.calibrate import calibrate
+
+        try:
+            calibration = calibrate(opts, args.run or "all-to-all", size, args.qp,
+                                    timeout=args.timeout, say=_say)
+        except (RuntimeError, PlanError, OSError) as exc:
+            print(f"mrcnet up: calibration failed: {exc}", file=sys.stderr)
+            return 1
+        opts.tdf = calibration["tdf"]
+        verdict = ("faithful" if calibration["verified"]
+                   else "not verified: no probe was faithful, the last suggestion")
+        _say(f"calibration: TDF {opts.tdf:g} ({verdict}; {len(calibration['probes'])} "
+             f"probes, {calibration['seconds']:.0f} s)")
     fab = Fabric(opts)
     try:
         fab.start()
         res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout,
                            extra=extra)
+        _add_calibration(fab, res, calibration)
         if interactive:
             from mrcnet.fabric.cli_shell import FabricCLI
 
             print_summary(res, False)
             FabricCLI(fab, size=size, qp_type=args.qp)
             res = collect(fab, res["workloads"] + fab.cli_workloads, None)
+            _add_calibration(fab, res, calibration)
     except (RuntimeError, PlanError, OSError) as exc:  # FabricError, switch start errors, ...
         print(f"mrcnet up: {exc}", file=sys.stderr)
         fab.stop()

@@ -1,4 +1,5 @@
-"""Switch admin gRPC service (common/proto/switch_admin.proto): links, port state, stats, pcap.
+"""Switch admin gRPC service (common/proto/switch_admin.proto): links, port state, stats, pcap,
+and the data-plane loop's lag meter (``GetTiming``, also in every GetPorts answer).
 
 Registered on the P4Runtime server through ``extra_servicers``. Every request is executed in
 the data-plane thread via ``Dataplane.call`` so it sees and changes a consistent state.
@@ -84,6 +85,22 @@ def port_info(dp: Dataplane, port: int) -> pb.PortInfo:
     )
 
 
+def timing(dp: Dataplane) -> pb.Timing:
+    """The loop's lag meter now (call in the data-plane thread: a consistent snapshot)."""
+    snap = dp.lag.snapshot(dp.clock())
+    return pb.Timing(
+        now=snap["t"], start=snap["start"], tdf=snap["tdf"], tolerance_s=snap["tolerance_s"],
+        events=snap["events"], late=snap["late"], behind_s=snap["behind_s"],
+        idle_s=snap["idle_s"], max_lag_s=snap["max_lag_s"], late_hist=snap["late_hist"])
+
+
+def timing_snapshot(msg: pb.Timing) -> dict[str, object]:
+    """A Timing message as the LagMeter.snapshot dict it came from (for common.lag.window)."""
+    return {"t": msg.now, "start": msg.start, "tdf": msg.tdf, "tolerance_s": msg.tolerance_s,
+            "events": msg.events, "late": msg.late, "behind_s": msg.behind_s,
+            "idle_s": msg.idle_s, "max_lag_s": msg.max_lag_s, "late_hist": list(msg.late_hist)}
+
+
 class SwitchAdminServicer(pb_grpc.SwitchAdminServicer):
     def __init__(self, dp: Dataplane, name: str, device_id: int) -> None:
         self.dp = dp
@@ -118,9 +135,13 @@ class SwitchAdminServicer(pb_grpc.SwitchAdminServicer):
             resp.ports.extend(port_info(self.dp, p) for p in wanted)
             for key, value in self.dp.misc.items():
                 resp.counters[key] = value
+            resp.timing.CopyFrom(timing(self.dp))
             return resp
 
         return self._run(context, snapshot)
+
+    def GetTiming(self, request: pb.GetTimingRequest, context: grpc.ServicerContext) -> pb.Timing:
+        return self._run(context, lambda: timing(self.dp))
 
     def SetLink(self, request: pb.SetLinkRequest, context: grpc.ServicerContext) -> pb.PortInfo:
         changes = {

@@ -7,6 +7,14 @@ a shaped port), enqueues what the pipeline returns, and sends the frames the emu
 deliver. Control-plane threads (the admin gRPC service) never touch this state directly: they
 submit a function with ``call`` which the loop executes between batches, so the loop needs no
 locks and every admin read is a consistent snapshot.
+
+Time: ``clock`` gives the run's virtual time (common/vclock.py); every time the traffic
+manager and the pipeline see comes from it, and the one OS wait of the loop (select) lasts
+``(next departure - now) x tdf`` wall seconds. The loop's lag meter (``self.lag``,
+common/lag.py) records how late each due departure was serviced, how long each received
+batch had waited in its socket (the kernel's receive timestamp of its newest frame,
+common/rxstamp.py) and how long the loop waited in select; the admin service reports it
+(GetTiming).
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TypeVar
 
+from common.lag import LagMeter
 from common.pktio import RxBuffers, send_batch
+from common.rxstamp import RxStamp
+from common.vclock import RunClock
 from switch.pcap import PcapWriter
 from switch.pipeline import Pipeline
 from switch.ports import MAX_FRAME, LinkWatcher, Port, oper_up
@@ -79,13 +90,22 @@ class Dataplane:
         tm: TrafficManager,
         ports: dict[int, Port],
         watcher: LinkWatcher | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
+        run_clock: RunClock | None = None,
+        lag_tolerance: float | None = None,
     ) -> None:
+        """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
+        ``run_clock`` (default: TDF 1) converts waits to wall time and stamps captures;
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
         self.pipeline = pipeline
         self.tm = tm
         self.ports = ports
         self.watcher = watcher
-        self.clock = clock
+        self.run_clock = run_clock or RunClock(1.0)
+        self.clock = clock or (run_clock.now if run_clock is not None else time.monotonic)
+        self.lag = LagMeter(self.clock(), self.run_clock.tdf, lag_tolerance)
+        # Kernel receive timestamps per port socket: how long a batch waited to be read.
+        self.rx_stamps = {n: RxStamp(p.fileno()) for n, p in ports.items()}
         self.counters = {n: PortCounters() for n in ports}
         self.carrier = {n: oper_up(p.ifname) for n, p in ports.items()}
         self.captures: dict[int, PcapWriter] = {}
@@ -205,7 +225,7 @@ class Dataplane:
         if port not in self.ports:
             raise ValueError(f"no port {port}")
         self.stop_capture(port)
-        writer = PcapWriter(path, snaplen or 65535, direction)
+        writer = PcapWriter(path, snaplen or 65535, direction, self.run_clock.unix_ns)
         self.captures[port] = writer
         return writer
 
@@ -244,12 +264,21 @@ class Dataplane:
         tx: dict[int, list[bytes]] = {}  # frames the emulated links delivered, per port
         rx: list[tuple[int, bytes]] = []
         wait = _select_wait if max(read_fds) < _FD_SETSIZE else _poll_wait(read_fds)
+        lag = self.lag
+        lag_due = lag.due
+        lag_queued = lag.queued
+        stamps = {n: st for n, st in self.rx_stamps.items() if st.supported}
+        stamp_get = stamps.get
+        tdf = self.run_clock.tdf
+        deadline: float | None = None  # the earliest departure when the loop last waited
         with self._direct:
             self._running = True
         log.info("data plane running on %d ports", len(ports))
         try:
             while not self._stopping:
                 now = clock()
+                if deadline is not None and now >= deadline:
+                    lag_due(deadline, now)
                 tm.service_into(now, tx, rx)
                 if rx:
                     for port, data in rx:
@@ -261,19 +290,21 @@ class Dataplane:
                         self._send_port(port, frames)
                         frames.clear()
                 deadline = tm.next_deadline()
+                waiting = clock()
                 if deadline is None:
                     timeout: float | None = None
                 else:
-                    timeout = deadline - clock()
+                    timeout = (deadline - waiting) * tdf  # wall seconds
                     if timeout < 0:
                         timeout = 0.0
                 try:
                     readable = wait(read_fds, timeout)
                 except InterruptedError:
                     continue
+                now = clock()
+                lag.idle += now - waiting
                 if not readable:
                     continue
-                now = clock()
                 for fd in readable:
                     entry = fd_port.get(fd)
                     if entry is None:
@@ -296,6 +327,9 @@ class Dataplane:
                         continue
                     if not frames:
                         continue
+                    rxs = stamp_get(port)
+                    if rxs is not None:  # the batch's newest frame was due when it arrived
+                        lag_queued(rxs.age(), now)
                     pc = counters[port]
                     pc.rx_packets += len(frames)
                     pc.rx_bytes += sum(map(len, frames))
@@ -391,6 +425,9 @@ class Dataplane:
         except OSError:
             self.misc["rx_errors"] += 1
             return
+        rxs = self.rx_stamps.get(port)
+        if frames and rxs is not None and rxs.supported:
+            self.lag.queued(rxs.age(), now)
         pc = self.counters[port]
         cap = self.captures.get(port)
         for data in frames:

@@ -2,6 +2,8 @@
 
 Opens the ports, creates the pipeline, starts the P4Runtime server (with the switch admin
 service beside it) and runs the data-plane loop in the main thread until SIGTERM/SIGINT.
+``--tdf``/``--clock-epoch`` (or MRCNET_TDF/MRCNET_CLOCK_EPOCH) put it on the run's virtual
+clock (common/vclock.py): link rates, delays and queue timing are then in virtual seconds.
 Readiness, for whoever started the process: the gRPC port accepts connections (the server is
 started only after every port is open) and the log says "ready". Exit codes: 0 clean stop,
 2 bad arguments, 1 start-up failure (message in the log).
@@ -17,12 +19,15 @@ import random
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from common import vclock
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
+    from common.proto.p4.v1 import p4runtime_pb2
     from switch.dataplane import Dataplane
 
 log = logging.getLogger("switch")
@@ -72,6 +77,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--default-link", type=parse_link_spec, default=LinkConfig(), metavar="SPEC")
     p.add_argument("--queues", type=int, default=MAX_QUEUES, help="priority queues per port")
     p.add_argument("--seed", type=int, default=None, help="seed of the random loss generator")
+    p.add_argument(
+        "--json", type=Path, default=None, metavar="FILE",
+        help="run this BMv2 JSON (p4c's output) from the start, as if a controller pushed it",
+    )
+    p.add_argument(
+        "--p4info", type=Path, default=None, metavar="FILE",
+        help="P4Info (text format) of --json (default: FILE.p4info.txtpb beside it)",
+    )
+    vclock.add_arguments(p)
+    p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
+                   help="lag (virtual seconds) up to which a departure or a received frame "
+                        "counts as on time (default: 2 ms of wall time)")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -92,6 +109,34 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
+    if args.lag_tolerance is not None and not args.lag_tolerance > 0:
+        parser.error("--lag-tolerance must be > 0 seconds")
+    if args.json is not None:
+        if not args.json.is_file():
+            parser.error(f"--json: no file {args.json}")
+        if args.p4info is None:
+            args.p4info = args.json.with_name(args.json.stem + ".p4info.txtpb")
+        if not args.p4info.is_file():
+            parser.error(f"--json needs its P4Info: --p4info FILE (no {args.p4info})")
+    elif args.p4info is not None:
+        parser.error("--p4info goes with --json")
+
+
+def _device_config(json_file: Path, p4info_file: Path) -> p4runtime_pb2.ForwardingPipelineConfig:
+    """The ForwardingPipelineConfig of ``--json`` / ``--p4info``."""
+    from google.protobuf import text_format
+
+    from common.p4schema.compiled import read_p4info
+    from common.proto.p4.v1 import p4runtime_pb2
+
+    try:
+        info = read_p4info(p4info_file)
+    except (text_format.ParseError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--p4info {p4info_file}: not a text-format P4Info ({exc})") from None
+    config = p4runtime_pb2.ForwardingPipelineConfig()
+    config.p4info.CopyFrom(info)
+    config.p4_device_config = json_file.read_bytes()
+    return config
 
 
 def _stopper(dp: Dataplane) -> Callable[[int, FrameType | None], None]:
@@ -106,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _validate(args, parser)
+    try:
+        clock = vclock.RunClock.from_args(args)
+    except vclock.ClockError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         filename=args.log,
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
@@ -116,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from switch.dataplane import Dataplane
     from switch.p4runtime import start_server
     from switch.pipeline import Pipeline
+    from switch.pipeline.state import WriteError
     from switch.ports import LinkWatcher, Port, PortError, close_all, open_port
     from switch.traffic import TrafficManager
 
@@ -137,7 +187,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 nqueues=args.queues,
             )
         watcher = LinkWatcher()
-        dp = Dataplane(pipeline, tm, ports, watcher)
+        dp = Dataplane(pipeline, tm, ports, watcher, run_clock=clock,
+                       lag_tolerance=args.lag_tolerance)
         # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
         signal.signal(signal.SIGTERM, _stopper(dp))
         signal.signal(signal.SIGINT, _stopper(dp))
@@ -151,6 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             extra_servicers=[admin_registrar(dp, args.name, args.device_id)],
         )
         dp.port_status_hooks.append(server.notify_port_status)
+        if args.json is not None:
+            try:
+                server.load_pipeline(_device_config(args.json, args.p4info))
+            except WriteError as exc:
+                raise ValueError(f"--json {args.json}: {exc.message}") from None
+            log.info("loaded %s (P4Info %s)", args.json, args.p4info)
     except (PortError, OSError, ValueError) as exc:
         log.error("start-up failed: %s", exc)
         print(f"switch {args.name}: start-up failed: {exc}", file=sys.stderr)
@@ -165,11 +222,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
     log.info(
-        "ready: grpc %s (port %d), device %d, ports %s",
+        "ready: grpc %s (port %d), device %d, ports %s, clock tdf %g",
         args.grpc_addr,
         server.port,
         args.device_id,
         ", ".join(f"{n}={p.ifname}" for n, p in sorted(ports.items())),
+        clock.tdf,
     )
     profile_path = os.environ.get("MRCNET_SWITCH_PROFILE")  # developers: cProfile the loop
     profiler = cProfile.Profile() if profile_path else None

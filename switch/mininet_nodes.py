@@ -20,7 +20,11 @@ from typing import Any
 
 from mininet.node import Switch
 
+from common.bmv2_cli import SWITCH_TOOL, Bmv2CliError, find_bmv2_tool, run_cli
 from common.netns import free_tcp_port, stop_process_group, tcp_listening
+from switch import bmv2
+from switch.bmv2 import Bmv2Queue, bmv2_queue, queue_commands
+from switch.traffic import parse_link_spec
 
 
 class SwitchStartError(RuntimeError):
@@ -60,6 +64,17 @@ class GrpcSwitch(Switch):  # type: ignore[misc]
         """P4 port number -> interface name (the loopback control interface excluded)."""
         return {port: intf.name for port, intf in sorted(self.intfs.items()) if intf.name != "lo"}
 
+    def _resolve(self, specs: dict[int | str, str], ports: dict[int, str]) -> list[tuple[int, str]]:
+        """Link specs keyed by port number or interface name -> (port number, spec)."""
+        by_name = {ifname: n for n, ifname in ports.items()}
+        out: list[tuple[int, str]] = []
+        for key, spec in specs.items():
+            number = by_name.get(key) if isinstance(key, str) else key
+            if number is None or number not in ports:
+                raise ValueError(f"{self.name}: link spec for unknown port {key!r}")
+            out.append((number, spec))
+        return out
+
     def command(self) -> list[str]:
         raise NotImplementedError
 
@@ -87,9 +102,13 @@ class GrpcSwitch(Switch):  # type: ignore[misc]
             )
         try:
             self.wait_ready()
+            self.configure()
         except BaseException:
             self.stop(deleteIntfs=False)
             raise
+
+    def configure(self) -> None:
+        """Called once the process is ready (the BMv2 node applies its queues here)."""
 
     def wait_ready(self) -> None:
         """Process alive and gRPC port listening, or SwitchStartError naming the log."""
@@ -150,16 +169,6 @@ class EmbeddedP4Switch(GrpcSwitch):
         self.python = python
         self.extra_args = tuple(extra_args)
 
-    def _resolve(self, specs: dict[int | str, str], ports: dict[int, str]) -> list[tuple[int, str]]:
-        by_name = {ifname: n for n, ifname in ports.items()}
-        out: list[tuple[int, str]] = []
-        for key, spec in specs.items():
-            number = by_name.get(key) if isinstance(key, str) else key
-            if number is None or number not in ports:
-                raise ValueError(f"{self.name}: link spec for unknown port {key!r}")
-            out.append((number, spec))
-        return out
-
     def command(self) -> list[str]:
         ports = self.port_map()
         assert self.log_path is not None
@@ -188,42 +197,84 @@ class EmbeddedP4Switch(GrpcSwitch):
 
 
 class Bmv2Switch(GrpcSwitch):
-    """BMv2 ``simple_switch_grpc`` without a program (pushed over P4Runtime), when installed."""
+    """BMv2 ``simple_switch_grpc`` without a program (pushed over P4Runtime), when installed.
+
+    ``links`` / ``default_link`` are egress link specs, as for the embedded switch; they become
+    BMv2 queue rates and depths per port (``switch.bmv2``), set over Thrift once the switch
+    is up. Ingress specs have no BMv2 counterpart (see docs/switch.md).
+    """
 
     kind = "simple_switch_grpc"
-    binary = "simple_switch_grpc"
+    binary = SWITCH_TOOL
 
-    def __init__(self, name: str, thrift_port: int | None = None, **params: Any) -> None:
-        path = shutil.which(self.binary)
+    def __init__(
+        self,
+        name: str,
+        thrift_port: int | None = None,
+        links: dict[int | str, str] | None = None,
+        default_link: str = "",
+        **params: Any,
+    ) -> None:
+        path = find_bmv2_tool(self.binary)
         if path is None:
             raise SwitchStartError(
-                f"{self.binary} is not on PATH (BMv2 is not installed on this machine); "
-                "use the embedded switch (--switch embedded)"
+                f"{self.binary} is not on PATH (nor in $P4_BIN_DIR: BMv2 is not installed on "
+                "this machine); use the embedded switch (--switch embedded)"
             )
         super().__init__(name, **params)
         self.binary_path = path
         self.thrift_port = thrift_port
+        self.links = dict(links or {})
+        self.default_link = default_link
+        for spec in (*self.links.values(), default_link):  # ValueError before anything runs
+            bmv2_queue(parse_link_spec(spec))
+        self.ignored: dict[int, tuple[str, ...]] = {}  # port -> link parameters BMv2 lacks
 
     @classmethod
     def available(cls) -> bool:
-        return shutil.which(cls.binary) is not None
+        return find_bmv2_tool(cls.binary) is not None
+
+    def queues(self) -> dict[int, Bmv2Queue]:
+        """Port -> BMv2 queue settings of its egress link (ValueError for what BMv2 lacks)."""
+        ports = self.port_map()
+        specs = {n: self.default_link for n in ports}
+        specs.update(dict(self._resolve(self.links, ports)))
+        return {n: bmv2_queue(parse_link_spec(spec)) for n, spec in specs.items()}
 
     def command(self) -> list[str]:
-        assert self.log_path is not None
+        assert self.log_path is not None and self.log_dir is not None
         if self.thrift_port is None:
             self.thrift_port = free_tcp_port()
-        cmd = [self.binary_path, "--device-id", str(self.device_id)]
-        for number, ifname in self.port_map().items():
-            cmd += ["-i", f"{number}@{ifname}"]
-        cmd += [
-            "--thrift-port",
-            str(self.thrift_port),
-            "--log-file",
-            str(self.log_path.with_suffix("")),
-            "--log-flush",
-            "--no-p4",
-            "--",
-            "--grpc-server-addr",
+        return bmv2.command(
+            self.binary_path,
+            self.device_id,
+            self.port_map(),
             self.grpc_address,
-        ]
-        return cmd
+            self.thrift_port,
+            self.log_path.with_suffix(""),
+        )
+
+    def wait_ready(self) -> None:
+        super().wait_ready()
+        deadline = time.monotonic() + self.start_timeout
+        while not tcp_listening("127.0.0.1", int(self.thrift_port or 0)):
+            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SwitchStartError(
+                    f"{self.kind} {self.name}: thrift port {self.thrift_port} not listening; "
+                    f"see {self.log_path}"
+                )
+            time.sleep(0.02)
+
+    def configure(self) -> None:
+        commands: list[str] = []
+        for port, queue in sorted(self.queues().items()):
+            commands += queue_commands(port, queue)
+            if queue.ignored:
+                self.ignored[port] = queue.ignored
+        if not commands:
+            return
+        try:
+            run_cli(int(self.thrift_port or 0), commands)
+        except Bmv2CliError as exc:
+            raise SwitchStartError(f"{self.kind} {self.name}: queue set-up failed: {exc}; "
+                                   f"see {self.log_path}") from None

@@ -46,7 +46,7 @@ def pipeline_drops(address: str, device_id: int, timeout: float = 5.0) -> dict[s
 
 def as_dict(resp: pb.GetPortsResponse) -> dict[str, Any]:
     return MessageToDict(
-        resp, preserving_proto_field_name=True, including_default_value_fields=True
+        resp, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
 
 

@@ -1,4 +1,4 @@
-"""Run embedded switch processes on veths, and send/capture frames in namespaces.
+"""Run switch processes (embedded or BMv2) on veths, and send/capture frames in namespaces.
 
 Used by the switch emulation tests and ``mrcnet bench switch``. Everything is created
 through a ``common.netns.NetKit`` (run-prefixed names, removed on close). Senders and
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.bmv2_cli import SWITCH_TOOL, find_bmv2_tool, run_cli
 from common.netns import (
     IFNAMSIZ,
     NetKit,
@@ -25,6 +26,9 @@ from common.netns import (
     tcp_listening,
     wait_until,
 )
+from switch import bmv2
+from switch.bmv2 import bmv2_queue, queue_commands
+from switch.traffic import parse_link_spec
 
 STOP_MARK = b"MRCNET-STOP-MARK"
 
@@ -109,6 +113,9 @@ class Sniffer:
         return Capture(frames, raw["marks"])
 
 
+SWITCH_KINDS = ("embedded", "bmv2")
+
+
 @dataclass
 class SwitchProcess:
     name: str
@@ -117,6 +124,8 @@ class SwitchProcess:
     ports: dict[int, str]
     log: Path
     process: Process
+    kind: str = "embedded"  # or "bmv2" (simple_switch_grpc)
+    thrift_port: int | None = None  # BMv2's Thrift runtime (queues, registers)
 
     def alive(self) -> bool:
         return self.process.alive()
@@ -169,9 +178,17 @@ class Lab:
         links: dict[int, str] | None = None,
         extra: Sequence[str] = (),
         timeout: float = 20.0,
+        kind: str = "embedded",
     ) -> SwitchProcess:
-        """Start ``python -m switch.main`` on root-namespace interfaces (full names) and wait
-        until its gRPC port listens; the TimeoutError names the log."""
+        """Start a switch of ``kind`` on root-namespace interfaces (full names) and wait
+        until its gRPC port listens; the TimeoutError names the log.
+
+        ``embedded``: ``python -m switch.main`` (``extra`` are its arguments). ``bmv2``:
+        ``simple_switch_grpc`` with its queues set from ``links`` (switch/bmv2.py)."""
+        if kind == "bmv2":
+            return self._start_bmv2(name, ports, device_id, links or {}, timeout)
+        if kind != "embedded":
+            raise ValueError(f"unknown switch kind {kind!r} (known: {', '.join(SWITCH_KINDS)})")
         grpc_port = free_tcp_port()
         log = self.workdir / f"{name}.log"
         cmd = [
@@ -201,6 +218,39 @@ class Lab:
         if not proc.alive():
             raise RuntimeError(f"switch {name} exited during start-up; see {log}")
         return SwitchProcess(name, f"127.0.0.1:{grpc_port}", device_id, dict(ports), log, proc)
+
+    def _start_bmv2(
+        self,
+        name: str,
+        ports: dict[int, str],
+        device_id: int,
+        links: dict[int, str],
+        timeout: float,
+    ) -> SwitchProcess:
+        binary = find_bmv2_tool(SWITCH_TOOL)
+        if binary is None:
+            raise RuntimeError(f"{SWITCH_TOOL} is not on PATH (nor in $P4_BIN_DIR)")
+        queues = {p: bmv2_queue(parse_link_spec(links.get(p, ""))) for p in ports}
+        grpc_port, thrift_port = free_tcp_port(), free_tcp_port()
+        while thrift_port == grpc_port:
+            thrift_port = free_tcp_port()
+        log_file = self.workdir / f"{name}.bmv2"
+        cmd = bmv2.command(binary, device_id, ports, f"127.0.0.1:{grpc_port}", thrift_port,
+                           log_file)
+        out = self.workdir / f"{name}.out"
+        proc = self.kit.spawn(name, cmd, log_path=out)
+        for port in (grpc_port, thrift_port):
+            wait_until(
+                lambda p=port: not proc.alive() or tcp_listening("127.0.0.1", p),  # type: ignore[misc]
+                timeout,
+                f"{SWITCH_TOOL} {name} port {port} (log {out})",
+            )
+        if not proc.alive():
+            raise RuntimeError(f"{SWITCH_TOOL} {name} exited during start-up; see {out}")
+        commands = [c for p, q in sorted(queues.items()) for c in queue_commands(p, q)]
+        run_cli(thrift_port, commands)
+        return SwitchProcess(name, f"127.0.0.1:{grpc_port}", device_id, dict(ports),
+                             bmv2.log_path(log_file), proc, "bmv2", thrift_port)
 
     def sniff(
         self,

@@ -20,7 +20,8 @@ from typing import Any
 
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
-from p4.config.v1 import p4info_pb2
+
+from common.proto.p4.config.v1 import p4info_pb2
 
 DOC_FIELDS = frozenset(
     {"doc", "annotations", "structured_annotations", "annotation_locations", "source_location"}
@@ -46,7 +47,7 @@ def _walk(msg: Message, strip_docs: bool) -> None:
         if strip_docs and field.name in DOC_FIELDS:
             msg.ClearField(field.name)
             continue
-        if field.label == FieldDescriptor.LABEL_REPEATED:
+        if field.is_repeated:
             if field.type == FieldDescriptor.TYPE_MESSAGE:
                 if _is_map(field):
                     entry_value = field.message_type.fields_by_name["value"]

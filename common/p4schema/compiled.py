@@ -11,7 +11,8 @@ from functools import cache
 from pathlib import Path
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
+
+from common.proto.p4.config.v1 import p4info_pb2
 
 P4_DIR = Path(__file__).resolve().parents[2] / "p4"
 
@@ -37,3 +38,9 @@ def _committed(name: str) -> bytes:
 def load_p4info(name: str) -> p4info_pb2.P4Info:
     """A fresh copy of the committed P4Info of program ``name`` (parsed once)."""
     return p4info_pb2.P4Info.FromString(_committed(name))
+
+
+@cache
+def load_device_config(name: str) -> bytes:
+    """The committed BMv2 JSON of program ``name``, as pushed in ``p4_device_config``."""
+    return json_path(name).read_bytes()

@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TypeVar
 
-from p4.config.v1 import p4info_pb2
-
 import common.p4schema.compiled as compiled
+from common.proto.p4.config.v1 import p4info_pb2
 
 
 class Prefix(IntEnum):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from common.classes import DscpClass
+from common.classes import BEST_EFFORT_CLASS_ID, BEST_EFFORT_PRIORITY, DscpClass
 from common.p4schema.model import (
     Action,
     ActionProfile,
@@ -165,6 +165,16 @@ PROGRAM = Program(
     counters=COUNTERS,
     registers=REGISTERS,
 )
+
+
+def dscp_default_write() -> tuple[str, str, dict[str, int]]:
+    """(table, action, params) of the ``dscp_class`` default action: a DSCP no MRC class uses
+    is best effort (common.classes.BEST_EFFORT_CLASS_ID, lowest queue, never trimmed)."""
+    return (
+        "MrcIngress.dscp_class",
+        "MrcIngress.set_class",
+        {"class_id": BEST_EFFORT_CLASS_ID, "priority": BEST_EFFORT_PRIORITY, "trimmable": 0},
+    )
 
 
 def dscp_class_write(

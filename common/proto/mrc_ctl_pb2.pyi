@@ -2,7 +2,8 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -260,7 +261,7 @@ class EvOpEntry(_message.Message):
     ev_new: Ev
     state: EvState
     all_copies: bool
-    def __init__(self, ev: _Optional[_Union[Ev, _Mapping]] = ..., ev_new: _Optional[_Union[Ev, _Mapping]] = ..., state: _Optional[_Union[EvState, str]] = ..., all_copies: bool = ...) -> None: ...
+    def __init__(self, ev: _Optional[_Union[Ev, _Mapping]] = ..., ev_new: _Optional[_Union[Ev, _Mapping]] = ..., state: _Optional[_Union[EvState, str]] = ..., all_copies: _Optional[bool] = ...) -> None: ...
 
 class EvOp(_message.Message):
     __slots__ = ("op", "entries")
@@ -372,7 +373,7 @@ class NsccConfig(_message.Message):
     target_delay_ns: int
     alpha: float
     mtu: int
-    def __init__(self, disable_qa: bool = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ...) -> None: ...
+    def __init__(self, disable_qa: _Optional[bool] = ..., adjust_bytes_threshold: _Optional[int] = ..., adjust_period_threshold_ns: _Optional[int] = ..., base_rtt_ns: _Optional[int] = ..., eta: _Optional[float] = ..., fi: _Optional[float] = ..., fi_scale: _Optional[float] = ..., gamma: _Optional[float] = ..., max_md_jump: _Optional[float] = ..., max_cwnd: _Optional[int] = ..., qa_gate: _Optional[int] = ..., qa_threshold_ns: _Optional[int] = ..., target_delay_ns: _Optional[int] = ..., alpha: _Optional[float] = ..., mtu: _Optional[int] = ...) -> None: ...
 
 class CcProfile(_message.Message):
     __slots__ = ("id", "state", "algorithm", "nscc")
@@ -468,7 +469,7 @@ class EpResponse(_message.Message):
     port: int
     rtt_ns: int
     adj_svc_time: bool
-    def __init__(self, req_id: _Optional[int] = ..., port: _Optional[int] = ..., rtt_ns: _Optional[int] = ..., adj_svc_time: bool = ...) -> None: ...
+    def __init__(self, req_id: _Optional[int] = ..., port: _Optional[int] = ..., rtt_ns: _Optional[int] = ..., adj_svc_time: _Optional[bool] = ...) -> None: ...
 
 class EpBatchResponse(_message.Message):
     __slots__ = ("responses", "timed_out", "unanswered")
@@ -478,7 +479,7 @@ class EpBatchResponse(_message.Message):
     responses: _containers.RepeatedCompositeFieldContainer[EpResponse]
     timed_out: bool
     unanswered: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, responses: _Optional[_Iterable[_Union[EpResponse, _Mapping]]] = ..., timed_out: bool = ..., unanswered: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, responses: _Optional[_Iterable[_Union[EpResponse, _Mapping]]] = ..., timed_out: _Optional[bool] = ..., unanswered: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class AgentPort(_message.Message):
     __slots__ = ("port", "gid", "mac", "up")
@@ -490,7 +491,7 @@ class AgentPort(_message.Message):
     gid: str
     mac: str
     up: bool
-    def __init__(self, port: _Optional[int] = ..., gid: _Optional[str] = ..., mac: _Optional[str] = ..., up: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., gid: _Optional[str] = ..., mac: _Optional[str] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class RegisterAgentRequest(_message.Message):
     __slots__ = ("host", "ports", "capabilities", "version")
@@ -586,7 +587,7 @@ class PortOperReport(_message.Message):
     UP_FIELD_NUMBER: _ClassVar[int]
     port: int
     up: bool
-    def __init__(self, port: _Optional[int] = ..., up: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class AgentMessage(_message.Message):
     __slots__ = ("attach", "ep_result", "ev_state", "port_oper")
@@ -710,7 +711,7 @@ class NodeView(_message.Message):
     locator: str
     ports: _containers.RepeatedCompositeFieldContainer[PortView]
     agent_registered: bool
-    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., plane: _Optional[int] = ..., tier: _Optional[int] = ..., usid: _Optional[int] = ..., locator: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[PortView, _Mapping]]] = ..., agent_registered: bool = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., plane: _Optional[int] = ..., tier: _Optional[int] = ..., usid: _Optional[int] = ..., locator: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[PortView, _Mapping]]] = ..., agent_registered: _Optional[bool] = ...) -> None: ...
 
 class LinkView(_message.Message):
     __slots__ = ("id", "a", "b", "rate_bps", "delay_ns", "queue_packets", "queue_bytes", "loss", "up")
@@ -732,7 +733,7 @@ class LinkView(_message.Message):
     queue_bytes: int
     loss: float
     up: bool
-    def __init__(self, id: _Optional[int] = ..., a: _Optional[str] = ..., b: _Optional[str] = ..., rate_bps: _Optional[float] = ..., delay_ns: _Optional[int] = ..., queue_packets: _Optional[int] = ..., queue_bytes: _Optional[int] = ..., loss: _Optional[float] = ..., up: bool = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., a: _Optional[str] = ..., b: _Optional[str] = ..., rate_bps: _Optional[float] = ..., delay_ns: _Optional[int] = ..., queue_packets: _Optional[int] = ..., queue_bytes: _Optional[int] = ..., loss: _Optional[float] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class TopologyView(_message.Message):
     __slots__ = ("name", "kind", "planes", "path_mode", "mtu", "base_rtt_ns", "nodes", "links")
@@ -764,7 +765,7 @@ class SetLinkStateRequest(_message.Message):
     UP_FIELD_NUMBER: _ClassVar[int]
     link: str
     up: bool
-    def __init__(self, link: _Optional[str] = ..., up: bool = ...) -> None: ...
+    def __init__(self, link: _Optional[str] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class Circuit(_message.Message):
     __slots__ = ("src", "dst")
@@ -818,7 +819,7 @@ class AgentView(_message.Message):
     attached: bool
     ev_reports: int
     ep_results: int
-    def __init__(self, agent_id: _Optional[str] = ..., host: _Optional[str] = ..., attached: bool = ..., ev_reports: _Optional[int] = ..., ep_results: _Optional[int] = ...) -> None: ...
+    def __init__(self, agent_id: _Optional[str] = ..., host: _Optional[str] = ..., attached: _Optional[bool] = ..., ev_reports: _Optional[int] = ..., ep_results: _Optional[int] = ...) -> None: ...
 
 class Statistics(_message.Message):
     __slots__ = ("counters", "agents")
@@ -877,7 +878,7 @@ class StepRecord(_message.Message):
     dark_start_s: float
     dark_end_s: float
     readback: _containers.RepeatedCompositeFieldContainer[CrossConnect]
-    def __init__(self, step: _Optional[int] = ..., interval: _Optional[int] = ..., first_arrival_s: _Optional[float] = ..., last_arrival_s: _Optional[float] = ..., released_s: _Optional[float] = ..., reconfigured: bool = ..., dark_start_s: _Optional[float] = ..., dark_end_s: _Optional[float] = ..., readback: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
+    def __init__(self, step: _Optional[int] = ..., interval: _Optional[int] = ..., first_arrival_s: _Optional[float] = ..., last_arrival_s: _Optional[float] = ..., released_s: _Optional[float] = ..., reconfigured: _Optional[bool] = ..., dark_start_s: _Optional[float] = ..., dark_end_s: _Optional[float] = ..., readback: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
 
 class CollectiveState(_message.Message):
     __slots__ = ("session", "steps", "reconfigurations", "records", "done", "error")
@@ -893,7 +894,7 @@ class CollectiveState(_message.Message):
     records: _containers.RepeatedCompositeFieldContainer[StepRecord]
     done: bool
     error: str
-    def __init__(self, session: _Optional[str] = ..., steps: _Optional[int] = ..., reconfigurations: _Optional[int] = ..., records: _Optional[_Iterable[_Union[StepRecord, _Mapping]]] = ..., done: bool = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, session: _Optional[str] = ..., steps: _Optional[int] = ..., reconfigurations: _Optional[int] = ..., records: _Optional[_Iterable[_Union[StepRecord, _Mapping]]] = ..., done: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class GetCollectiveRequest(_message.Message):
     __slots__ = ("session",)

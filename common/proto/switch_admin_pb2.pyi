@@ -2,7 +2,8 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -38,7 +39,7 @@ class LinkParams(_message.Message):
     qbytes: int
     overhead: int
     up: bool
-    def __init__(self, rate_bps: _Optional[float] = ..., delay_s: _Optional[float] = ..., loss: _Optional[float] = ..., qpkts: _Optional[int] = ..., qbytes: _Optional[int] = ..., overhead: _Optional[int] = ..., up: bool = ...) -> None: ...
+    def __init__(self, rate_bps: _Optional[float] = ..., delay_s: _Optional[float] = ..., loss: _Optional[float] = ..., qpkts: _Optional[int] = ..., qbytes: _Optional[int] = ..., overhead: _Optional[int] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class LinkUpdate(_message.Message):
     __slots__ = ("rate_bps", "delay_s", "loss", "qpkts", "qbytes", "overhead")
@@ -126,7 +127,7 @@ class PortInfo(_message.Message):
     egress: DirectionStats
     ingress: DirectionStats
     capture_path: str
-    def __init__(self, port: _Optional[int] = ..., ifname: _Optional[str] = ..., admin_up: bool = ..., carrier_up: bool = ..., egress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., ingress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., rx_packets: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., tx_errors: _Optional[int] = ..., egress: _Optional[_Union[DirectionStats, _Mapping]] = ..., ingress: _Optional[_Union[DirectionStats, _Mapping]] = ..., capture_path: _Optional[str] = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., ifname: _Optional[str] = ..., admin_up: _Optional[bool] = ..., carrier_up: _Optional[bool] = ..., egress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., ingress_link: _Optional[_Union[LinkParams, _Mapping]] = ..., rx_packets: _Optional[int] = ..., rx_bytes: _Optional[int] = ..., tx_packets: _Optional[int] = ..., tx_bytes: _Optional[int] = ..., tx_errors: _Optional[int] = ..., egress: _Optional[_Union[DirectionStats, _Mapping]] = ..., ingress: _Optional[_Union[DirectionStats, _Mapping]] = ..., capture_path: _Optional[str] = ...) -> None: ...
 
 class GetPortsRequest(_message.Message):
     __slots__ = ("ports",)
@@ -135,7 +136,7 @@ class GetPortsRequest(_message.Message):
     def __init__(self, ports: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetPortsResponse(_message.Message):
-    __slots__ = ("name", "device_id", "ports", "counters")
+    __slots__ = ("name", "device_id", "ports", "counters", "timing")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -147,11 +148,41 @@ class GetPortsResponse(_message.Message):
     DEVICE_ID_FIELD_NUMBER: _ClassVar[int]
     PORTS_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
     name: str
     device_id: int
     ports: _containers.RepeatedCompositeFieldContainer[PortInfo]
     counters: _containers.ScalarMap[str, int]
-    def __init__(self, name: _Optional[str] = ..., device_id: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[PortInfo, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ...) -> None: ...
+    timing: Timing
+    def __init__(self, name: _Optional[str] = ..., device_id: _Optional[int] = ..., ports: _Optional[_Iterable[_Union[PortInfo, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., timing: _Optional[_Union[Timing, _Mapping]] = ...) -> None: ...
+
+class GetTimingRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Timing(_message.Message):
+    __slots__ = ("now", "start", "tdf", "tolerance_s", "events", "late", "behind_s", "idle_s", "max_lag_s", "late_hist")
+    NOW_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    TDF_FIELD_NUMBER: _ClassVar[int]
+    TOLERANCE_S_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    LATE_FIELD_NUMBER: _ClassVar[int]
+    BEHIND_S_FIELD_NUMBER: _ClassVar[int]
+    IDLE_S_FIELD_NUMBER: _ClassVar[int]
+    MAX_LAG_S_FIELD_NUMBER: _ClassVar[int]
+    LATE_HIST_FIELD_NUMBER: _ClassVar[int]
+    now: float
+    start: float
+    tdf: float
+    tolerance_s: float
+    events: int
+    late: int
+    behind_s: float
+    idle_s: float
+    max_lag_s: float
+    late_hist: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, now: _Optional[float] = ..., start: _Optional[float] = ..., tdf: _Optional[float] = ..., tolerance_s: _Optional[float] = ..., events: _Optional[int] = ..., late: _Optional[int] = ..., behind_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., max_lag_s: _Optional[float] = ..., late_hist: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class SetLinkRequest(_message.Message):
     __slots__ = ("port", "direction", "update")
@@ -169,7 +200,7 @@ class SetPortAdminRequest(_message.Message):
     UP_FIELD_NUMBER: _ClassVar[int]
     port: int
     up: bool
-    def __init__(self, port: _Optional[int] = ..., up: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., up: _Optional[bool] = ...) -> None: ...
 
 class StartCaptureRequest(_message.Message):
     __slots__ = ("port", "path", "direction", "snaplen")
@@ -199,4 +230,4 @@ class CaptureInfo(_message.Message):
     path: str
     packets: int
     active: bool
-    def __init__(self, port: _Optional[int] = ..., path: _Optional[str] = ..., packets: _Optional[int] = ..., active: bool = ...) -> None: ...
+    def __init__(self, port: _Optional[int] = ..., path: _Optional[str] = ..., packets: _Optional[int] = ..., active: _Optional[bool] = ...) -> None: ...

@@ -4,7 +4,9 @@ The loop runs in the main thread; each app of the config runs in its own thread 
 device context (``function(context, args) -> int``). With apps, the agent exits when all of
 them have returned (exit status: the largest app status, 1 for an app that raised); without
 apps it runs until SIGTERM/SIGINT. It prints ``agent NAME ready`` (flushed) once its ports are
-open, which is what orchestrators wait for.
+open, which is what orchestrators wait for. ``--tdf``/``--clock-epoch`` (or MRCNET_TDF /
+MRCNET_CLOCK_EPOCH) put the agent, its transport core and its apps on the run's virtual
+clock (common/vclock.py).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from common import vclock
 from hosts.agent.agent import Agent
 from hosts.agent.config import AppConfig, ConfigError, load_config
 
@@ -38,16 +41,23 @@ def _resolve(target: str) -> Callable[..., Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hosts.agent", description=__doc__)
     parser.add_argument("--config", required=True, help="agent configuration (JSON)")
+    vclock.add_arguments(parser)
+    parser.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
+                        help="lag (virtual seconds) up to which a timer or a received frame "
+                             "counts as on time (default: 2 ms of wall time)")
     args = parser.parse_args(argv)
+    if args.lag_tolerance is not None and not args.lag_tolerance > 0:
+        parser.error("--lag-tolerance must be > 0 seconds")
     try:
+        clock = vclock.RunClock.from_args(args)
         config = load_config(args.config)
         apps = [(a, _resolve(a.target)) for a in config.apps]
-    except (ConfigError, ImportError) as exc:
+    except (ConfigError, ImportError, vclock.ClockError) as exc:
         print(f"agent: {exc}", file=sys.stderr)
         return 2
     from hosts.api import open_device
 
-    agent = Agent(config)
+    agent = Agent(config, run_clock=clock, lag_tolerance=args.lag_tolerance)
     from hosts.agent.ctl_link import CtlLinkError, start_from_config_file
     try:
         ctl = start_from_config_file(agent, args.config)  # controller registration, if configured

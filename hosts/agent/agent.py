@@ -15,6 +15,13 @@ Loop iteration (``Agent.lock`` is held except during the wait):
 4. fire the core's timer if due, transmit, and dispatch core events: completions to their
    CQ, async events and EV changes to the handlers, log records to qlog;
 5. every ``metrics_interval`` write sampled metrics records (never per data packet).
+
+Time: ``clock`` gives the run's virtual time (common/vclock.py); the core, qlog and the
+metrics see only that, and the epoll wait lasts ``(next deadline - now) x tdf`` wall seconds.
+``self.lag`` (common/lag.py) records how late each due core timer (and metrics sample) ran,
+how long each received batch had waited in its socket (kernel receive timestamps,
+common/rxstamp.py) and how long the loop waited in epoll; ``timing()`` snapshots it on the
+loop thread.
 See docs/transport.md, "Agent and API".
 """
 
@@ -28,6 +35,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from common.lag import LagMeter
+from common.vclock import RunClock
 from hosts.agent.config import AgentConfig
 from hosts.agent.events import qlog_record
 from hosts.agent.framing import Framer
@@ -72,13 +81,22 @@ class Agent:
         self,
         config: AgentConfig,
         core: CoreApi | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
         monitor_links: bool = True,
         ports: list[NicPort] | None = None,
+        run_clock: RunClock | None = None,
+        lag_tolerance: float | None = None,
     ) -> None:
+        """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
+        ``run_clock`` (default: TDF 1) converts waits to wall time and stamps qlog files;
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
         self.config = config
+        self.run_clock = run_clock or RunClock(1.0)
+        if clock is None:
+            clock = run_clock.now if run_clock is not None else time.monotonic
         self.clock = clock
         self.t0 = clock()
+        self.lag = LagMeter(self.t0, self.run_clock.tdf, lag_tolerance)
         if core is None:
             from hosts.agent.corecfg import build_core
 
@@ -99,7 +117,9 @@ class Agent:
         self.port_admin: list[bool] = [True] * len(config.ports)
         self.port_hooks: list[Callable[[int, bool], None]] = []  # (port, carrier) changes
         self.qlog: QlogWriter | None = (
-            QlogWriter(config.qlog_dir, config.name, self.t0) if config.qlog_dir else None
+            QlogWriter(config.qlog_dir, config.name, self.t0, self.run_clock.unix(self.t0),
+                       self.run_clock.tdf)
+            if config.qlog_dir else None
         )
         self._handlers: list[EventHandler] = []
         self.tracked_qps: set[int] = set()
@@ -168,7 +188,7 @@ class Agent:
         job = _Call(fn, args)
         self._calls.append(job)
         self.wake()
-        while not job.done.wait(0.5):
+        while not job.done.wait(0.5):  # wall clock: a liveness check of the loop thread
             if self._loop_thread is None:
                 raise RuntimeError("agent loop stopped")
         if job.error is not None:
@@ -197,6 +217,18 @@ class Agent:
 
     def now(self) -> float:
         return self.clock()
+
+    @property
+    def tdf(self) -> float:
+        return self.run_clock.tdf
+
+    def to_wall(self, virtual_seconds: float) -> float:
+        """Wall seconds of an OS wait covering ``virtual_seconds`` of the run's clock."""
+        return virtual_seconds * self.run_clock.tdf
+
+    def timing(self) -> dict[str, Any]:
+        """The lag meter's snapshot (common/lag.py), taken on the loop thread."""
+        return self.call(lambda: self.lag.snapshot(self.clock()))  # type: ignore[no-any-return]
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> None:
@@ -248,13 +280,18 @@ class Agent:
             ep.register(self._wake_fd, select.EPOLLIN)
             if self.linkmon is not None:
                 ep.register(self.linkmon.fileno(), select.EPOLLIN)
+            tdf = self.run_clock.tdf
+            lag = self.lag
             while not self._stop.is_set():
                 with self.lock:
-                    timeout = self._wait_timeout(self.clock())
+                    waiting = self.clock()
+                    timeout = self._wait_timeout(waiting) * tdf  # wall seconds
                 # Always poll (also with timeout 0): link changes and wake-ups are only seen here.
                 ready = ep.poll(timeout)
                 with self.lock:
-                    self._iteration(ready, self.clock())
+                    now = self.clock()
+                    lag.idle += now - waiting
+                    self._iteration(ready, now)
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
             self.loop_error = exc
             if self.qlog is not None:
@@ -297,6 +334,7 @@ class Agent:
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
+            self.lag.due(max(timer, self._timer_floor), now)
             self.core.handle_timer(now)
             after = self.core.get_timer()
             if after is not None and after <= timer:
@@ -306,6 +344,7 @@ class Agent:
         self._transmit(now)
         self._drain_events(now)
         if now >= self._next_metrics:
+            self.lag.due(self._next_metrics, now)
             self._sample_metrics(now)
 
     def _receive_all(self, now: float) -> None:
@@ -320,6 +359,7 @@ class Agent:
         ports = self.ports
         decode = self.framer.decode
         receive = self.core.receive
+        queued = self.lag.queued
         budget = RX_BUDGET
         busy = True
         single = len(ports) == 1
@@ -332,6 +372,9 @@ class Agent:
                 n = port.recv_batch()
                 if n == 0:
                     break
+                stamp = port.rx_stamp
+                if stamp.supported:
+                    queued(stamp.age(), now)
                 budget -= n
                 busy = n == port.batch
                 views = port.views
@@ -349,6 +392,9 @@ class Agent:
                     budget -= n
                     if n:
                         got_any = True
+                        stamp = port.rx_stamp
+                        if stamp.supported:
+                            queued(stamp.age(), now)
                     if n == port.batch:
                         busy = True
                 if not got_any:
@@ -508,6 +554,7 @@ class Agent:
             "rx_drops": _counters(self.framer.rx),
             "loop_iterations": self.iterations,
             "timer_stalls": self.timer_stalls,
+            "lag": self.lag.snapshot(now),
         }
         host_stats = getattr(self.core, "host_stats", None)
         stats = host_stats() if callable(host_stats) else getattr(self.core, "stats", None)

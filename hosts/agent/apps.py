@@ -14,6 +14,8 @@ tells the sink the data is complete. Each side writes a JSON result file:
 
 ``cpu_seconds`` is the CPU time of the whole agent process (loop and app threads) over the
 transfer: with the packet count it gives the per-packet cost independent of machine load.
+``seconds``, ``goodput_bps`` and ``timeout`` are in seconds of the agent's clock (virtual
+seconds under time dilation); the out-of-band file waits are wall-clock guards.
 """
 
 from __future__ import annotations
@@ -121,10 +123,11 @@ def sink(ctx: Context, args: dict[str, Any]) -> int:
     connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
                _qp_attr(args))
     _publish(oob, f"{args['name']}-ready", {"qpn": qp.qpn})  # the writer may start now
-    start = time.monotonic()
+    clock = ctx.agent.clock  # the run's clock: seconds below are virtual under dilation
+    start = clock()
     cpu0 = time.process_time()
     wcs = cq.wait(1, timeout)
-    elapsed = time.monotonic() - start
+    elapsed = clock() - start
     cpu = time.process_time() - cpu0
     if not wcs or wcs[0].status != WcStatus.SUCCESS:
         _write_result(args, {"error": f"no WriteImm completion: {wcs!r}"})
@@ -153,10 +156,11 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
     offsets = list(range(0, size, chunk))
     posted = done = 0
     errors: list[str] = []
-    start = time.monotonic()
+    clock = ctx.agent.clock  # the run's clock: seconds below are virtual under dilation
+    start = clock()
     cpu0 = time.process_time()
     deadline = start + timeout
-    while done < len(offsets) and time.monotonic() < deadline:
+    while done < len(offsets) and clock() < deadline:
         while posted < len(offsets) and posted - done < depth:
             off = offsets[posted]
             length = min(chunk, size - off)
@@ -167,14 +171,14 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
                 remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
                 imm=DONE_IMM if last else 0))
             posted += 1
-        wcs = cq.wait(1, max(0.0, deadline - time.monotonic())) + cq.poll(depth)
+        wcs = cq.wait(1, max(0.0, deadline - clock())) + cq.poll(depth)
         for wc in wcs:
             done += 1
             if wc.status != WcStatus.SUCCESS:
                 errors.append(f"wr {wc.wr_id}: {wc.status.value}")
         if errors:
             break
-    elapsed = time.monotonic() - start
+    elapsed = clock() - start
     cpu = time.process_time() - cpu0
     ok = done == len(offsets) and not errors
     _write_result(args, {"bytes": size if ok else 0, "seconds": elapsed,

@@ -9,7 +9,8 @@ per ``send_batch`` when its C accelerator is built (else one recv/send per frame
 reference). ``send`` transmits one frame from a buffer the caller encoded into.
 
 The socket ignores its own transmissions (PACKET_IGNORE_OUTGOING) and only takes IPv6
-EtherType frames. Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
+EtherType frames. ``rx_stamp`` (common/rxstamp.py) tells how long the last batch read had
+waited in the socket (the agent's lag meter counts it). Send failures (ENOBUFS, EAGAIN, a downed link) are counted drops: MRC
 recovers lost packets, so the loop never blocks on a full transmit queue.
 """
 
@@ -22,7 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from common.pktio import Buffer, RxBuffers, SendError, send_batch
+from common.rxstamp import RxStamp
 from hosts.agent.netns_enter import in_netns
+from hosts.agent.sockfilter import attach_mrc_filter
 
 ETH_P_IPV6 = 0x86DD
 SOL_PACKET = 263
@@ -53,6 +56,7 @@ class NicPort:
         netns: str | None = None,
         batch: int = 64,
         sock_buf: int = 32 << 20,
+        mrc_only: bool = True,
     ) -> None:
         self.ifname = ifname
         self.counters = PortCounters()
@@ -66,6 +70,8 @@ class NicPort:
                         sock.setsockopt(socket.SOL_SOCKET, force, sock_buf)
                     except PermissionError:
                         sock.setsockopt(socket.SOL_SOCKET, plain, sock_buf)
+                if mrc_only:
+                    attach_mrc_filter(sock)  # the kernel's own IPv6 traffic stays out
                 sock.bind((ifname, ETH_P_IPV6))
                 sock.setblocking(False)
             except OSError:
@@ -90,6 +96,7 @@ class NicPort:
         self.lengths = self._rx.lengths
         self.batch = batch
         self._send = sock.send
+        self.rx_stamp = RxStamp(sock.fileno())  # how long the last batch waited (agent lag)
 
     def fileno(self) -> int:
         return self.sock.fileno()

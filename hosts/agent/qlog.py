@@ -1,17 +1,26 @@
-"""qlog-like structured logs: one JSON-lines file per QP (plus one for the agent itself).
+"""qlog files in the main schema's JSON-SEQ form: one file per QP plus one for the agent.
 
-Format (one JSON object per line, readable by tools and plots without this module):
+Format (draft-ietf-quic-qlog-main-schema, ``QlogFileSeq``; RFC 7464 JSON text sequences:
+every record is an ASCII RS (0x1E), one JSON object and a line feed), as qvis and other qlog
+tools read ``.sqlog`` files:
 
-- line 1, the header: ``{"qlog_version": "0.4", "qlog_format": "JSON-lines", "title": ...,
-  "trace": {"common_fields": {"host": H, "qpn": N | null, "reference_time": EPOCH_MS,
-  "time_format": "relative_ms"}}}``
-- then events: ``{"time": MS_SINCE_REFERENCE, "name": "CATEGORY:EVENT", "data": {...}}``.
+- record 1, the header: ``{"qlog_format": "JSON-SEQ", "qlog_version": "0.4", "title": ...,
+  "trace": {"title": ..., "vantage_point": {"name": H, "type": "unknown"},
+  "common_fields": {"group_id": "H-qpN", "protocol_type": ["MRC"], "reference_time":
+  EPOCH_MS, "time_format": "relative", "time_dilation": TDF}}}``;
+- then events: ``{"time": MS_SINCE_REFERENCE, "name": "mrc:EVENT", "data": {...}}``.
 
-Event names are the constants of hosts/transport/lognames.py (listed in docs/transport.md):
-the agent's own ``mrc:*`` events (EV state changes, failed completions, async events, port
-status, periodic metrics: never one per data packet) and the transport core's records, passed
-through as they are. Writes are buffered and flushed on each metrics sample and on close, so
-logging stays off the per-packet path.
+Times are the run's clock (common/vclock.py): under time dilation (``time_dilation`` > 1)
+they are virtual milliseconds, and ``reference_time`` is the run clock's Unix time of the
+agent's start.
+
+Every event name is in the ``mrc:`` namespace: the agent's own (``mrc:qp_state_changed``,
+``mrc:ev_state_changed``, ``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``,
+``mrc:metrics_sampled``: periodic counters, never per data packet) and the transport core's
+records, whose ``category:event`` names become ``mrc:category_event``
+(``recovery:ack_timeout`` -> ``mrc:recovery_ack_timeout``; docs/transport.md). Writes are
+buffered and flushed on each metrics sample and on close, so logging stays off the
+per-packet path.
 """
 
 from __future__ import annotations
@@ -24,52 +33,72 @@ from typing import IO, Any
 from hosts.transport.lognames import METRICS_SAMPLED, QP_METRICS
 
 QLOG_VERSION = "0.4"
+QLOG_FORMAT = "JSON-SEQ"
+SUFFIX = ".sqlog"
+RS = "\x1e"
+NAMESPACE = "mrc"
+
+
+def event_name(name: str) -> str:
+    """The ``mrc:`` name of an event (``recovery:ack_timeout`` -> ``mrc:recovery_ack_timeout``)."""
+    if name.startswith(f"{NAMESPACE}:"):
+        return name
+    return f"{NAMESPACE}:{name.replace(':', '_')}"
 
 
 class QlogWriter:
-    """Writes per-QP qlog files under ``directory`` as ``HOST-qpN.qlog.jsonl``."""
+    """Writes per-QP qlog files under ``directory`` as ``HOST-qpN.sqlog``."""
 
-    def __init__(self, directory: str | Path, host: str, t0: float) -> None:
+    def __init__(self, directory: str | Path, host: str, t0: float,
+                 reference_unix: float | None = None, tdf: float = 1.0) -> None:
+        """``t0``: the agent's clock at ``reference_unix`` (Unix seconds; default now)."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.host = host
-        self.t0 = t0  # monotonic time of reference_time
-        self.reference_ms = time.time() * 1000.0
+        self.t0 = t0  # the agent's clock at reference_time
+        self.reference_ms = (time.time() if reference_unix is None else reference_unix) * 1000.0
+        self.tdf = tdf
         self._files: dict[int | None, IO[str]] = {}
         self.records = 0
 
     def path_for(self, qpn: int | None) -> Path:
         suffix = "agent" if qpn is None else f"qp{qpn}"
-        return self.directory / f"{self.host}-{suffix}.qlog.jsonl"
+        return self.directory / f"{self.host}-{suffix}{SUFFIX}"
 
     def _file(self, qpn: int | None) -> IO[str]:
         f = self._files.get(qpn)
         if f is None:
             f = open(self.path_for(qpn), "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
+            who = f"{self.host}-agent" if qpn is None else f"{self.host}-qp{qpn}"
             header = {
+                "qlog_format": QLOG_FORMAT,
                 "qlog_version": QLOG_VERSION,
-                "qlog_format": "JSON-lines",
                 "title": f"mrcnet agent {self.host}",
                 "trace": {
+                    "title": who,
+                    "vantage_point": {"name": self.host, "type": "unknown"},
                     "common_fields": {
+                        "group_id": who,
+                        "protocol_type": ["MRC"],
+                        "reference_time": self.reference_ms,
+                        "time_format": "relative",
                         "host": self.host,
                         "qpn": qpn,
-                        "reference_time": self.reference_ms,
-                        "time_format": "relative_ms",
-                    }
+                        "time_dilation": self.tdf,
+                    },
                 },
             }
-            f.write(json.dumps(header) + "\n")
+            f.write(RS + json.dumps(header) + "\n")
             self._files[qpn] = f
         return f
 
     def event(self, qpn: int | None, name: str, data: dict[str, Any], now: float) -> None:
-        """Append one event; ``now`` is the agent's monotonic clock."""
+        """Append one event; ``now`` is the agent's clock (the run's, possibly dilated)."""
         line = json.dumps(
-            {"time": round((now - self.t0) * 1000.0, 3), "name": name, "data": data},
+            {"time": round((now - self.t0) * 1000.0, 3), "name": event_name(name), "data": data},
             default=_jsonable,
         )
-        self._file(qpn).write(line + "\n")
+        self._file(qpn).write(RS + line + "\n")
         self.records += 1
 
     def flush(self) -> None:
@@ -98,14 +127,21 @@ def _jsonable(value: object) -> object:
 
 
 def read_qlog(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Return (header, events) of a qlog JSON-lines file; a malformed line raises ValueError."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    if not lines:
-        raise ValueError(f"{path}: empty qlog file")
-    header = json.loads(lines[0])
-    if header.get("qlog_version") != QLOG_VERSION:
-        raise ValueError(f"{path}: not a qlog file of version {QLOG_VERSION}")
-    return header, [json.loads(line) for line in lines[1:] if line]
+    """Return (header, events) of a JSON-SEQ qlog file; a malformed record raises ValueError
+    (a truncated last record, as a crashed writer leaves, is ignored)."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.startswith(RS):
+        raise ValueError(f"{path}: not a JSON-SEQ qlog file (no record separator)")
+    records = text.split(RS)[1:]
+    header = json.loads(records[0])
+    if header.get("qlog_format") != QLOG_FORMAT or header.get("qlog_version") != QLOG_VERSION:
+        raise ValueError(f"{path}: not a {QLOG_FORMAT} qlog file of version {QLOG_VERSION}")
+    events = []
+    for i, rec in enumerate(records[1:], start=1):
+        if not rec.endswith("\n") and i == len(records) - 1:
+            break  # cut short mid-write
+        events.append(json.loads(rec))
+    return header, events
 
 
 def summarize(path: str | Path) -> dict[str, Any]:
@@ -139,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files: list[Path] = []
     for p in map(Path, args.paths):
-        files.extend(sorted(p.glob("*.qlog.jsonl")) if p.is_dir() else [p])
+        files.extend(sorted(p.glob(f"*{SUFFIX}")) if p.is_dir() else [p])
     out = []
     for f in files:
         try:

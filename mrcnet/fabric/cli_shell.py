@@ -10,18 +10,26 @@
 - ``ev HOST``: EV states reported by the host's QPs (only EVs that changed are listed);
 - ``evs``: the run's EV profile (value@port);
 - ``run WORKLOAD [RC|MRC] [SIZE]``: a verified workload (all-to-all, permutation, pair:A:B);
-- ``deny EV@PORT ...`` / ``allow EV@PORT ...``: controller DENIED / GOOD for every QP.
+- ``deny EV@PORT ...`` / ``allow EV@PORT ...``: controller DENIED / GOOD for every QP;
+- ``pingall`` (every host pings every other host's GID on every plane), ``iperf [A B]``
+  (iperf3 -6, TCP, through the fabric) and ``pcap SWITCH PORT [stop]`` (capture a port).
+
+Host names after a node's command stand for the host's plane-0 GID (its kernel address on
+NIC port 0), so ``h0 ping -c 3 h3`` and ``h0 iperf3 -6 -c h3`` work as in Mininet.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from typing import Any
 
 from mininet.cli import CLI
 
+from common.netns import wait_until
 from common.proto import mrc_ctl_pb2 as pb
+from mrcnet.fabric.captures import CaptureError
 from mrcnet.fabric.failures import find_link
 from mrcnet.fabric.orchestrator import Fabric
 
@@ -60,8 +68,9 @@ class FabricCLI(CLI):  # type: ignore[misc]
         self.size = size
         self.qp_type = qp_type
         assert fab.mn is not None
-        print("fabric CLI: 'help' lists commands; link/port/plane/stats/ev/evs/run/deny/allow are "
-              "mrcnet's, the rest are Mininet's. 'exit' tears the fabric down.", flush=True)
+        print("fabric CLI: 'help' lists commands; link/port/plane/stats/ev/evs/run/deny/allow/pcap "
+              "and pingall/iperf (IPv6) are mrcnet's, the rest are Mininet's. 'exit' tears the "
+              "fabric down.", flush=True)
         super().__init__(fab.mn.net, **kwargs)
 
     def _say(self, text: str) -> None:
@@ -111,7 +120,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
         sampler = self.fab.sampler
         s = sampler.sample() if sampler is not None else None
         if s is None and sampler is not None:  # a rate needs two readings: measure one interval
-            time.sleep(sampler.interval)
+            time.sleep(self.fab.clock.to_wall(sampler.interval))
             s = sampler.sample()
         if s is None:
             self._say("no sample yet")
@@ -176,7 +185,115 @@ class FabricCLI(CLI):  # type: ignore[misc]
             return
         summary = wl.summary()
         self.fab.cli_workloads.append(summary)
-        self._say(summary_table([summary]))
+        self._say(summary_table([summary], self.fab.clock.dilated))
+
+    # -- Mininet habits over the hosts' kernel IPv6 stack (mrcnet/fabric/hostnet.py) --------
+    def _address(self, name: str, plane: int = 0) -> str | None:
+        assert self.fab.plan is not None
+        for h in self.fab.plan.hosts:
+            if h.name == name:
+                return next((p.gid for p in h.ports if p.port == plane), None)
+        return None
+
+    def default(self, line: str) -> None:
+        """``NODE CMD ARGS``: run CMD in NODE, host names in ARGS replaced by their GID."""
+        first, args, line = self.parseline(line)
+        if first in self.mn and args:
+            words = [self._address(w) or w for w in args.split(" ")]
+            line = f"{first} {' '.join(words)}"
+        super().default(line)
+
+    def do_pingall(self, line: str) -> None:
+        """pingall [TIMEOUT]: every host pings every other host's GID on every plane."""
+        assert self.fab.plan is not None
+        timeout = line.strip() or "1"
+        if not timeout.replace(".", "", 1).isdigit():
+            self._say("usage: pingall [TIMEOUT]")
+            return
+        hosts = self.fab.plan.hosts
+        sent = received = 0
+        for plane in range(self.fab.plan.topo.fabric.planes):
+            self._say(f"*** Ping: testing reachability over plane {plane}")
+            for src in hosts:
+                row = []
+                for dst in hosts:
+                    if dst is src:
+                        continue
+                    addr = self._address(dst.name, plane)
+                    out = self.mn[src.name].cmd(f"ping -6 -c1 -W{timeout} {addr} >/dev/null "
+                                                "2>&1 && echo reached")
+                    sent += 1
+                    ok = "reached" in out
+                    received += ok
+                    row.append(dst.name if ok else "X")
+                self._say(f"{src.name} -> {' '.join(row)}")
+        lost = 100 * (sent - received) // max(1, sent)
+        self._say(f"*** Results: {lost}% dropped ({received}/{sent} received)")
+
+    def do_iperf(self, line: str) -> None:
+        """iperf [A B] [SECONDS]: iperf3 -6 (TCP) from host A to host B (default: the first
+        and the last host) through the fabric; prints what B received."""
+        assert self.fab.plan is not None
+        args = line.split()
+        secs = args.pop() if args and args[-1].replace(".", "", 1).isdigit() else "2"
+        names = [h.name for h in self.fab.plan.hosts]
+        if not args:
+            args = [names[0], names[-1]]
+        if len(args) != 2 or not all(a in names for a in args) or args[0] == args[1]:
+            self._say("usage: iperf [SRC DST] [SECONDS] (two different hosts)")
+            return
+        src, dst = (self.mn[a] for a in args)
+        pidfile = self.fab.run_dir / f"iperf3-{args[1]}.pid"
+        dst.cmd(f"iperf3 -s -1 -D -I {pidfile}")
+        try:
+            wait_until(lambda: ":5201" in dst.cmd("ss -Hltn 'sport = :5201'"), 10,
+                       f"iperf3 -s on {args[1]}", 0.05)
+            out = src.cmd(f"iperf3 -6 -J -t {secs} -c {self._address(args[1])}")
+            result = json.loads(out[out.index("{"):])
+        except (RuntimeError, TimeoutError, ValueError) as exc:
+            self._say(f"iperf: {exc}")
+            return
+        finally:
+            if pidfile.exists():
+                dst.cmd(f"kill $(cat {pidfile}) 2>/dev/null")
+        if "error" in result:
+            self._say(f"iperf: {result['error']}")
+            return
+        end = result["end"]
+        sent = end["sum_sent"]["bits_per_second"] / 1e6
+        got = end["sum_received"]["bits_per_second"] / 1e6
+        self._say(f"*** Iperf: testing TCP bandwidth between {args[0]} and {args[1]}")
+        self._say(f"*** Results: ['{sent:.2f} Mbits/sec', '{got:.2f} Mbits/sec']")
+
+    def do_pcap(self, line: str) -> None:
+        """pcap SWITCH PORT [stop]: capture a switch port (both directions) into the run's
+        pcap/ folder, or stop that capture and print its packet count."""
+        args = line.split()
+        if len(args) not in (2, 3) or not args[1].isdigit() or args[2:] not in ([], ["stop"]):
+            self._say("usage: pcap SWITCH PORT [stop]")
+            return
+        caps = self.fab.captures
+        assert caps is not None
+        try:
+            if args[2:]:
+                path, packets = caps.stop(args[0], int(args[1]))
+                self._say(f"pcap: {packets} packets in {path}")
+            else:
+                self._say(f"pcap: capturing {args[0]} port {args[1]} into "
+                          f"{caps.start(args[0], int(args[1]))}")
+        except CaptureError as exc:
+            self._say(f"pcap: {exc}")
+
+    def waitForNode(self, node: Any) -> None:
+        """A node's command runs to its end. From a terminal, keys go to the command (as in
+        Mininet); from a pipe or file, the following lines are CLI commands, never input."""
+        if self.isatty():
+            super().waitForNode(node)
+            return
+        from mininet.log import output
+
+        while node.waiting:
+            output(node.monitor())
 
     def do_EOF(self, line: str) -> bool:
         sys.stdout.write("\n")

@@ -18,7 +18,8 @@ from hosts.collective.runner import CollectiveRunner
 def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     plan = load_plan(str(job["plan"]))
     rank = int(job["rank"])
-    timeout = float(job.get("timeout", 120))
+    timeout = ctx.agent.run_clock.to_wall(float(job.get("timeout", 120)))  # run-clock s
+    timing_start = ctx.agent.timing()
     barrier = ControllerBarrier(str(job["controller"]), str(job["session"]), rank)
     attr = QpAttr(ev_profile_id=int(job.get("ev_profile", 0)),
                   mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
@@ -45,5 +46,6 @@ def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     out["qp_stats"] = {str(peer): dict(ctx.agent.call(core.qp_stats, qp.qpn))
                        for peer, qp in runner.qps.items()}
     out["qp_states"] = {str(peer): qp.query().qp_state.name for peer, qp in runner.qps.items()}
+    out["timing"] = {"start": timing_start, "end": ctx.agent.timing()}
     out["errors"] = []
     return out

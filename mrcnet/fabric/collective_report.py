@@ -27,22 +27,28 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
             "ratio": o.measured_s / o.model_s if o.model_s > 0 else None,
             "reconfigurations": o.reconfigurations,
             "verified": o.verified,
+            "faithful": o.faithful,
         }
-    ran = [o for o in outcomes]
-    if ran:
-        fastest_model = min(ran, key=lambda o: o.model_s).plan["schedule"]
-        fastest_measured = min(ran, key=lambda o: o.measured_s).plan["schedule"]
-        out["fastest"] = {"model": fastest_model, "measured": fastest_measured}
+    verdicts = [o.faithful for o in outcomes if o.faithful is not None]
+    out["faithful"] = all(verdicts) if verdicts else None
+    out["tdf"] = outcomes[0].fidelity["tdf"] if outcomes and outcomes[0].fidelity else None
+    if outcomes:
+        best = min(o.model_s for o in outcomes)
+        # schedules the model cannot tell apart (e.g. Harvest choosing every step) all count
+        tied = [o.plan["schedule"] for o in outcomes if o.model_s <= best * (1 + 1e-9)]
+        measured = min(outcomes, key=lambda o: o.measured_s).plan["schedule"]
+        out["fastest"] = {"model": tied, "measured": measured, "agree": measured in tied}
     return out
 
 
 def table(outcomes: Sequence[Outcome]) -> str:
     lines = [f"{'schedule':<14} {'measured s':>11} {'model s':>10} {'ratio':>6} "
-             f"{'reconf':>6} {'verified':>8}"]
+             f"{'reconf':>6} {'verified':>8} {'faithful':>8}"]
     for o in outcomes:
         ratio = o.measured_s / o.model_s if o.model_s > 0 else float("nan")
         lines.append(f"{o.plan['schedule']:<14} {o.measured_s:>11.4f} {o.model_s:>10.4f} "
-                     f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8}")
+                     f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8} "
+                     f"{o.faithful!s:>8}")
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ from common.proto import mrc_ctl_pb2 as pb
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
 from controller.harvest.model import CircuitTopology, HarvestError, Params
+from mrcnet.fabric.fidelity import agent_windows, assess, warning
 from mrcnet.fabric.hostjobs import write_json
 
 CALIBRATION_REPEATS = 3
@@ -70,6 +71,11 @@ class Outcome:
     dark_drops: int = 0
     started: float = 0.0  # A_1 (run clock)
     records: list[dict[str, Any]] = field(default_factory=list)
+    fidelity: dict[str, Any] | None = None  # mrcnet/fabric/fidelity.py: did every process keep up
+
+    @property
+    def faithful(self) -> bool | None:
+        return None if self.fidelity is None else bool(self.fidelity["faithful"])
 
     @property
     def model_s(self) -> float:
@@ -84,6 +90,8 @@ class Outcome:
             "ratio": self.measured_s / self.model_s if self.model_s > 0 else None,
             "reconfigurations": self.reconfigurations,
             "verified": self.verified,
+            "faithful": self.faithful,
+            "fidelity": self.fidelity,
             "dark_drops": self.dark_drops,
             "steps": [s.to_json() for s in self.steps],
             "timeline": self.records,
@@ -127,6 +135,7 @@ class CollectiveDriver:
         self.ranks = [h.name for h in fab.plan.hosts]
         self.ports = min(len(h.ports) for h in fab.plan.hosts)
         self.count = 0
+        self.calibration_run: Outcome | None = None
 
     @property
     def n(self) -> int:
@@ -149,6 +158,7 @@ class CollectiveDriver:
             barrier_timeout_s=self.timeout,
             intervals=[pb.CircuitSet(circuits=c) for c in circuits],
             step_interval=[st["interval"] for st in plan["steps"]])
+        mark = fab.fidelity.mark() if fab.fidelity is not None else None
         fab.ctl.fabric.StartCollective(req, timeout=30)
         controller = f"unix:{fab.sock_dir / 'ctl.sock'}"
         for rank, gpu in enumerate(self.ranks):
@@ -164,10 +174,17 @@ class CollectiveDriver:
         if errors or state.error:
             raise CollectiveError(f"collective {tag}: {state.error or '; '.join(errors[:4])} "
                                   f"(GPU results in {fab.run_dir / 'jobs'})")
-        return self._outcome(tag, plan, state, results)
+        out = self._outcome(tag, plan, state, results)
+        if mark is not None:
+            out.fidelity = assess(fab.clock.tdf, mark, fab.fidelity.mark(),
+                                  agent_windows(list(zip(self.ranks, results))))
+            note = warning(out.fidelity)
+            if note:
+                self.say(f"{tag}: {note}")
+        return out
 
     def _wait(self, tag: str) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + self.timeout + 30
+        deadline = time.monotonic() + self.fab.clock.to_wall(self.timeout) + 30
         paths = [self.fab.run_dir / "jobs" / gpu / f"{tag}.result.json" for gpu in self.ranks]
         while True:
             if all(p.exists() for p in paths):
@@ -279,6 +296,7 @@ class CollectiveDriver:
         plan["dark_s"] = dark_s
         self.say(f"calibrating on {n} GPUs: {len(coll.steps)} steps")
         out = self.run_plan(plan, tag=f"c{self.count + 1}-calibration")
+        self.calibration_run = out
         cost = {k: [] for k in seq}  # type: dict[str, list[float]]
         for kind, m in zip(kinds, out.steps):
             cost[kind].append(m.gap_s + m.step_s)

@@ -4,20 +4,21 @@
 tried and exactly one must name two linked nodes), by one endpoint ``node:port``, or by its id
 (position in the file); or a whole plane, ``plane:P``: every link of plane P's switches, host
 links included (the plane's switches fail together; hosts keep their carrier, so they must
-find out from the traffic). Times are seconds after the workload starts. Link changes go
-through the controller (``SetLinkState``: the switch admin service of each switch end), so the
-switches report the port change and the controller's convergence logic reacts as it would to
-a real failure. ``HostPortEvent`` (a host's NIC port losing carrier, ``port HOST N``) is for
+find out from the traffic). Times are seconds of the run's clock after the workload starts
+(virtual seconds under time dilation, common/vclock.py). Link changes go through the
+controller (``SetLinkState``: the switch admin service of each switch end), so the switches
+report the port change and the controller's convergence logic reacts as it would to a real
+failure. ``HostPortEvent`` (a host's NIC port losing carrier, ``port HOST N``) is for
 schedules built in code (chaos runs).
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from common.vclock import RunClock
 from topologies.model import Link, NodeKind, Topology
 
 
@@ -126,25 +127,28 @@ def parse_schedule(topo: Topology, fails: list[str], restores: list[str]) -> lis
 
 @dataclass
 class Scheduler:
-    """Runs link events at their times in a thread; records when each was applied."""
+    """Runs link events at their times (seconds of the run's clock) in a thread; records when
+    each was applied."""
 
     events: list[FabricEvent]
     apply: Callable[[FabricEvent], None]
-    applied: list[tuple[float, FabricEvent]] = field(default_factory=list)  # (monotonic, event)
+    applied: list[tuple[float, FabricEvent]] = field(default_factory=list)  # (run clock, event)
     errors: list[str] = field(default_factory=list)
+    clock: RunClock = field(default_factory=RunClock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def start(self) -> None:
-        t0 = time.monotonic()
+        clock = self.clock
+        t0 = clock.now()
 
         def run() -> None:
             for ev in self.events:
-                if self._stop.wait(max(0.0, t0 + ev.at - time.monotonic())):
+                if self._stop.wait(max(0.0, clock.to_wall(t0 + ev.at - clock.now()))):
                     return
                 try:
                     self.apply(ev)
-                    self.applied.append((time.monotonic(), ev))
+                    self.applied.append((clock.now(), ev))
                 except Exception as exc:
                     self.errors.append(f"{ev.label} {'up' if ev.up else 'down'}: {exc}")
 

@@ -17,8 +17,12 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 - ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters).
 
 Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state and its
-counters (retransmissions); the writer also lists ``progress`` = (unix time, bytes whose
-Writes completed) at every completion, i.e. acknowledged goodput over time.
+counters (retransmissions), and ``timing``: the agent loop's lag-meter snapshots
+(common/lag.py) when the transfer started and ended; the writer also lists ``progress`` =
+(Unix time, bytes whose Writes completed) at every completion, i.e. acknowledged goodput over
+time. Times are the run's clock (the agent's, common/vclock.py): ``seconds`` and ``timeout``
+are virtual seconds under time dilation and ``progress`` stamps are ``RunClock.unix`` times.
+Waiting for the peer's out-of-band file is a wall-clock guard.
 """
 
 from __future__ import annotations
@@ -89,7 +93,7 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
         state = ctx.agent.call(core.query_qp, qpn).qp_state.name
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
-    return {"qp_state": state, "qp_stats": stats}
+    return {"qpn": qpn, "qp_state": state, "qp_stats": stats}
 
 
 def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
@@ -122,15 +126,21 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     peer = _await_file(oob / f"{job['peer']}.json", timeout)
     connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
                attr)
-    start = time.monotonic()
+    agent = ctx.agent
+    clock = agent.clock
+    unix = agent.run_clock.unix
+    timing_start = agent.timing()
+    start = clock()
     if not writer:
-        return _sink(ctx, qp.qpn, cq, buf, len(offsets) if wimm else 1, start, timeout)
+        out = _sink(ctx, qp.qpn, cq, buf, len(offsets) if wimm else 1, start, timeout)
+        out["timing"] = {"start": timing_start, "end": agent.timing()}
+        return out
     depth = int(job.get("depth", 8))
     posted = done = acked = 0
     errors: list[str] = []
-    progress: list[tuple[float, int]] = [(round(time.time(), 4), 0)]  # (unix time, bytes acked)
+    progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
     deadline = start + timeout
-    while done < len(offsets) and time.monotonic() < deadline and not errors:
+    while done < len(offsets) and clock() < deadline and not errors:
         while posted < len(offsets) and posted - done < depth:
             off = offsets[posted]
             last = posted == len(offsets) - 1
@@ -140,33 +150,37 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
                 remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
                 imm=DONE_IMM if last else posted + 1))
             posted += 1
-        for wc in cq.wait(1, max(0.0, min(1.0, deadline - time.monotonic()))) + cq.poll(depth):
+        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(depth):
             done += 1
             if wc.status != WcStatus.SUCCESS:
                 errors.append(f"wr {wc.wr_id}: {wc.status.value}")
             else:
                 acked += min(chunk, size - offsets[wc.wr_id])
-                progress.append((round(time.time(), 4), acked))
-    elapsed = time.monotonic() - start
+                progress.append((round(unix(), 6), acked))
+    elapsed = clock() - start
     ok = done == len(offsets) and not errors
     if done < len(offsets) and not errors:
         errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
     return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
-            "completed_wrs": done, "progress": progress, **_qp_report(ctx, qp.qpn)}
+            "completed_wrs": done, "progress": progress,
+            "timing": {"start": timing_start, "end": agent.timing()},
+            **_qp_report(ctx, qp.qpn)}
 
 
 def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, receives: int, start: float,
           timeout: float) -> dict[str, Any]:
-    """Wait for the WriteImm completions (one, or one per WR), in order, then hash."""
+    """Wait for the WriteImm completions (one, or one per WR), in order, then hash (times on
+    the agent's run clock)."""
+    clock = ctx.agent.clock
     deadline = start + timeout
     wcs: list[Any] = []
     errors: list[str] = []
-    while len(wcs) < receives and time.monotonic() < deadline:
-        got = cq.wait(1, max(0.0, min(1.0, deadline - time.monotonic())))
+    while len(wcs) < receives and clock() < deadline:
+        got = cq.wait(1, max(0.0, min(1.0, deadline - clock())))
         wcs += got + cq.poll(receives)
         if any(wc.status != WcStatus.SUCCESS for wc in wcs):
             break
-    elapsed = time.monotonic() - start
+    elapsed = clock() - start
     want = [(i + 1, i + 1 if i < receives - 1 else DONE_IMM) for i in range(receives)]
     got_ids = [(wc.wr_id, wc.imm) for wc in wcs]
     if got_ids != want:

@@ -1,17 +1,25 @@
 """Live view of a run: switch counters sampled periodically, EV states from the controller.
 
 ``StatsSampler`` polls every switch's admin service (``switch.stats.fetch``) every
-``interval`` seconds and keeps a time series of
+``interval`` seconds (BMv2 switches, which have none: ``bmv2_counters.Bmv2Counters``) and keeps
+a time series of
 
-- ``plane_bps``: bits/s delivered to hosts per plane (egress bytes of host-facing leaf
-  ports, i.e. what crossed the last emulated link; includes headers and retransmissions);
+- ``plane_bps``: MRC bits/s delivered to hosts per plane (bytes sent by the MRC queues of
+  host-facing leaf ports, i.e. what crossed the last emulated link; includes headers and
+  retransmissions, not the best-effort queue of the hosts' kernel traffic);
 - ``drops`` (tail + down + random-loss drops, both directions, all ports), ``trims`` and
   ``ecn`` (per-queue counters), all as totals since the start;
 - ``ev_bad``: EVs currently ASSUMED_BAD over all (host, QP) pairs (from ``EvTracker``).
 
+- ``behind``: the largest fraction of the interval any switch spent behind its schedule
+  (its data-plane lag meter, common/lag.py), and which switch.
+
 ``EvTracker`` consumes the controller's EV event stream (agents' datapath transitions) and
 keeps the latest state of every (host, QP, EV) plus a timeline. With ``show=True`` one
 status line per sample goes to stderr (stdout stays free for ``--json``).
+
+Times and rates are on the run's clock (common/vclock.py): seconds since the tracker's start
+and bits per second of virtual time; the status line says "virtual" under time dilation.
 """
 
 from __future__ import annotations
@@ -19,10 +27,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.classes import BEST_EFFORT_PRIORITY
+from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
+from common.vclock import RunClock
+from mrcnet.fabric.bmv2_counters import Bmv2Counters, SwitchFigures
 from topologies.model import NodeKind, Topology
 
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
@@ -32,18 +45,23 @@ STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIE
 class EvTracker:
     """Latest EV state per (host, qpn, ev, port) and the event timeline."""
 
-    t0: float = field(default_factory=time.monotonic)
+    clock: Callable[[], float] = time.monotonic  # the run's clock
+    t0: float = -1.0  # the clock's reading at the start (default: when created)
     latest: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.t0 < 0:
+            self.t0 = self.clock()
 
     def on_event(self, ev: pb.EvEvent) -> None:
         state = STATE_NAMES.get(ev.state, str(ev.state))
         with self.lock:
             self.dropped += ev.drop_count
             self.latest[(ev.host, ev.qpn, int(ev.ev.value), int(ev.ev.port))] = state
-            self.events.append({"t": time.monotonic() - self.t0, "host": ev.host, "qpn": ev.qpn,
+            self.events.append({"t": self.clock() - self.t0, "host": ev.host, "qpn": ev.qpn,
                                 "ev": int(ev.ev.value), "port": int(ev.ev.port),
                                 "state": state})
 
@@ -74,15 +92,39 @@ class Sample:
     ecn: int
     ev_bad: int
     plane_bytes: list[int]  # totals since the switches started (rates above are per window)
+    behind: float = 0.0  # largest fraction of the window a switch was behind schedule
+    behind_switch: str = ""
+
+
+def embedded_figures(resp: Any) -> SwitchFigures:
+    """The live view's figures from an embedded switch's ``GetPortsResponse``: bytes sent per
+    port by its MRC queues (not the best-effort queue of the hosts' kernel traffic), tail +
+    down + random-loss drops, trims and ECN marks of every queue."""
+    drops = trims = ecn = 0
+    for p in resp.ports:
+        for d in (p.egress, p.ingress):
+            drops += d.tail_drops + d.down_drops + d.loss_drops
+            for q in d.queues:
+                trims += q.trims
+                ecn += q.ecn_marks
+    sent = {p.port: sum(q.bytes for q in p.egress.queues if q.priority != BEST_EFFORT_PRIORITY)
+            for p in resp.ports}
+    return SwitchFigures(sent, drops, trims, ecn)
 
 
 class StatsSampler:
     """Periodic switch counters -> samples (a daemon thread; ``stop()`` idempotent)."""
 
     def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
-                 interval: float = 0.5, show: bool = False) -> None:
+                 interval: float = 0.5, show: bool = False,
+                 clock: RunClock | None = None,
+                 bmv2: Mapping[str, Bmv2Counters] | None = None) -> None:
+        """``interval``: seconds of the run's ``clock`` (default TDF 1). ``bmv2``: the
+        switches of ``addresses`` that are BMv2, read through their counters instead."""
+        self.clock = clock or RunClock(1.0)
         self.topo = topo
         self.addresses = addresses
+        self.bmv2 = dict(bmv2 or {})
         self.tracker = tracker
         self.interval = interval
         self.show = show
@@ -90,6 +132,7 @@ class StatsSampler:
         self.samples: list[Sample] = []
         self.errors = 0
         self._last: tuple[float, list[int]] | None = None
+        self._timing: dict[str, dict[str, Any]] = {}  # switch -> last lag-meter snapshot
         self._stubs: dict[str, Any] = {}
         self._channels: list[Any] = []
         self._lock = threading.Lock()
@@ -118,9 +161,11 @@ class StatsSampler:
             channel.close()
         self._channels.clear()
         self._stubs.clear()
+        for counters in self.bmv2.values():
+            counters.close()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stop.wait(self.clock.to_wall(self.interval)):
             try:
                 self.sample()
             except Exception:
@@ -150,28 +195,42 @@ class StatsSampler:
         planes = self.topo.fabric.planes
         delivered = [0] * planes
         drops = trims = ecn = 0
+        behind, behind_switch = 0.0, ""
+        from switch.admin import timing_snapshot
+
         for name, address in self.addresses.items():
-            resp = self._fetch(name, address)
-            hp = self._host_ports.get(name, {})
-            for p in resp.ports:
-                if p.port in hp:
-                    delivered[hp[p.port]] += p.egress.bytes
-                for d in (p.egress, p.ingress):
-                    drops += d.tail_drops + d.down_drops + d.loss_drops
-                    for q in d.queues:
-                        trims += q.trims
-                        ecn += q.ecn_marks
-        now = time.monotonic() - self.t0
+            if name in self.bmv2:
+                figures = self.bmv2[name].read()
+            else:
+                resp = self._fetch(name, address)
+                figures = embedded_figures(resp)
+                if resp.HasField("timing"):
+                    snap = timing_snapshot(resp.timing)
+                    prev = self._timing.get(name)
+                    self._timing[name] = snap
+                    if prev is not None:
+                        frac = window(prev, snap)["lag_fraction"]
+                        if frac > behind:
+                            behind, behind_switch = frac, name
+            for port, plane in self._host_ports.get(name, {}).items():
+                delivered[plane] += figures.egress_bytes.get(port, 0)
+            drops += figures.drops
+            trims += figures.trims
+            ecn += figures.ecn
+        now = self.clock.now() - self.t0
         last, self._last = self._last, (now, delivered)
         if last is None:
             return None
         dt = max(1e-6, now - last[0])
         bps = [(b - a) * 8 / dt for a, b in zip(last[1], delivered)]
         bad = self.tracker.counts().get("ASSUMED_BAD", 0)
-        s = Sample(now, bps, drops, trims, ecn, bad, list(delivered))
+        s = Sample(now, bps, drops, trims, ecn, bad, list(delivered), round(behind, 4),
+                   behind_switch)
         self.samples.append(s)
         if self.show:
             planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
-            print(f"[{now:6.1f}s] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
-                  f"trims {trims} ecn {ecn}", file=sys.stderr, flush=True)
+            unit = "virtual s" if self.clock.dilated else "s"
+            late = f" | behind {behind:.0%} ({behind_switch})" if behind > 0.01 else ""
+            print(f"[{now:6.2f} {unit}] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
+                  f"trims {trims} ecn {ecn}{late}", file=sys.stderr, flush=True)
         return s

@@ -4,7 +4,9 @@ Start order (each step waits for readiness with a timeout whose message names th
 
 1. the run folder ``results/runs/<run-id>/`` and the run's topology file (the source file with
    ``--rate`` applied to every link, so controller thresholds match the emulated links);
-2. Mininet: host namespaces, links, then every switch process (ready = gRPC listening);
+2. Mininet: host namespaces (with their kernel IPv6 addresses, mrcnet/fabric/hostnet.py),
+   links, then every switch process (ready = gRPC listening); with ``pcap`` every switch
+   port's capture (mrcnet/fabric/captures.py);
 3. the controller with ``--switches`` (it becomes primary on every switch, pushes the
    pipeline and writes the path mode's tables before it prints ``listening on``), with
    ``--cp-delay`` for route withdrawal after port changes;
@@ -12,11 +14,22 @@ Start order (each step waits for readiness with a timeout whose message names th
    its registration snapshot);
 5. one agent per host in its namespace (ready = registered with the controller), each running
    the job app (mrcnet/fabric/hostjobs.py);
-6. the EV event subscription and the switch stats sampler.
+6. the EV event subscription and the switch stats sampler; then ``fabric.json`` and the
+   fabric registry entry (common/fabric_registry.py) say how to attach: each switch's gRPC
+   address and device id, the controller socket.
 
 Any failure rolls back everything started so far. ``stop()`` is idempotent and ignores
 SIGINT while it runs, so Ctrl-C during a run (or a second one during the stop) never leaves
 namespaces, interfaces or processes behind. Processes are stopped by the pid started.
+
+Time: the run has one clock (``Fabric.clock``, common/vclock.py) with the time-dilation
+factor ``RunOptions.tdf`` and an epoch read when the Fabric is created; every switch, the
+controller and every agent get it as ``--tdf``/``--clock-epoch``. The workload runner, the
+failure schedule, the live view and the results use it too (virtual seconds under
+dilation); start-up timings and readiness timeouts are wall-clock. BMv2 switches cannot run on
+a dilated clock: a TDF other than 1 with ``switch="bmv2"`` is refused before anything starts.
+``Fabric.fidelity`` marks the switches' lag meters and the processes' CPU for the workloads'
+fidelity figures (mrcnet/fabric/fidelity.py).
 """
 
 from __future__ import annotations
@@ -37,9 +50,14 @@ from typing import Any
 
 import yaml
 
+from common import fabric_registry
 from common.netns import stop_process_group, wait_until
+from common.p4runtime_client import CONTROLLER_ELECTION_ID
+from common.vclock import RunClock
 from mrcnet.fabric.builder import MininetFabric
+from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import EV_PROFILE, CtlClient
+from mrcnet.fabric.fidelity import FidelityMonitor
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
@@ -49,7 +67,7 @@ from topologies.model import FabricKind, Link, PathMode, Topology
 REPO = Path(__file__).resolve().parents[2]
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
 ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
-CIRCUIT_PROBE_AFTER = 0.5  # circuit fabrics: quiet time (s) before a reliability probe
+CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
 
 
 class FabricError(RuntimeError):
@@ -67,13 +85,26 @@ class RunOptions:
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
-    sample_interval: float = 0.5
+    pcap: bool = False  # one pcap per switch port under <run dir>/pcap/
+    sample_interval: float = 0.5  # seconds of the run's clock
+    tdf: float = 1.0  # time-dilation factor of the run's clock (common/vclock.py)
+    # Lag (virtual seconds) up to which a process counts as on time; None: the time one
+    # MTU-sized frame takes on the fastest link (see lag_tolerance()).
+    lag_tolerance: float | None = None
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
     # new probe: EV probes every 50 ms, answers awaited 250 ms.
     core_tuning: dict[str, float | int | None] = field(
         default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25})
+
+
+def lag_tolerance(topo: Topology) -> float:
+    """The run's on-time budget: one MTU-sized frame's time on the fastest link (a process
+    later than that reorders the emulated network's events by a whole packet); 2 ms when no
+    link has a rate."""
+    rates = [ln.params.rate_bps for ln in topo.links if ln.params.rate_bps > 0]
+    return topo.fabric.mtu * 8 / max(rates) if rates else 2e-3
 
 
 def _derive_topology(source: Path, out: Path, rate: str | None) -> Path:
@@ -95,15 +126,21 @@ class Fabric:
         self.prefix = opts.prefix or "m" + secrets.token_hex(2)
         self.run_id = time.strftime("%Y%m%d-%H%M%S-") + self.prefix
         self.run_dir = Path(opts.results_root) / self.run_id
+        self.clock = RunClock(opts.tdf, time.monotonic())  # ClockError on a bad factor
+        self.fidelity: FidelityMonitor | None = None
+        self.lag_tolerance = 0.0  # set at start (RunOptions.lag_tolerance or the topology's)
+        self.proc_args: list[str] = []  # clock and lag flags of every switch and agent
         self.topo: Topology | None = None
         self.plan: FabricPlan | None = None
         self.mn: MininetFabric | None = None
         self.ctl: CtlClient | None = None
-        self.tracker = EvTracker()
+        self.tracker = EvTracker(clock=self.clock.now)
         self.sampler: StatsSampler | None = None
         self.runner: WorkloadRunner | None = None
         self.controller: subprocess.Popen[bytes] | None = None
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
+        self.captures: Captures | None = None
+        self.started = time.time()
         self.sock_dir: Path | None = None
         self.mode: PathMode | None = None
         self.timings: dict[str, float] = {}
@@ -135,6 +172,9 @@ class Fabric:
     def _start(self) -> None:
         opts = self.opts
         t0 = time.monotonic()
+        if opts.switch == "bmv2" and self.clock.dilated:
+            raise FabricError(f"--tdf {opts.tdf:g}: BMv2 (simple_switch_grpc) runs on the wall "
+                              "clock and cannot be dilated; use --tdf 1 or the embedded switch")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
         topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
@@ -145,9 +185,22 @@ class Fabric:
         self.say(f"run {self.run_id}: {topo.name}, {len(plan.switches)} switches "
                  f"({opts.switch}), {len(plan.hosts)} hosts, mode {mode.value}, "
                  f"links {opts.rate or 'as in the file'}; results in {self.run_dir}")
-        self.mn = MininetFabric(plan, self.run_dir, opts.switch)
+        if self.clock.dilated:
+            self.say(f"time dilation: TDF {self.clock.tdf:g} (a virtual second lasts "
+                     f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
+        self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
+        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
+        self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
         self.mn.build()
         self.mn.start_switches()
+        for note in self.mn.bmv2_notes():
+            self.say(note)
+        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
+        self.captures = Captures(self.run_dir, addresses,
+                                 {s.name: sorted(s.ifnames) for s in plan.switches})
+        if opts.pcap:
+            count = self.captures.start_all()
+            self.say(f"capturing {count} switch ports into {self.captures.dir}")
         self._step("switches", t0)
         self._start_controller(topo_path, mode)
         self._step("controller", t0)
@@ -156,24 +209,53 @@ class Fabric:
         self._start_agents(mode)
         self._step("agents", t0)
         self.ctl.watch_events(self.tracker.on_event)
-        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE)
-        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
+        if opts.switch == "embedded":  # BMv2 has no lag meter
+            self.fidelity = FidelityMonitor(self.clock, addresses, self.pids)
+        self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
+                                     self.clock, topo, self.fidelity)
         if not self.circuit:  # the live view samples packet switches' per-plane counters
-            self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                        show=opts.show)
-            self.sampler.start()
-        self._write_state("running")
-        self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
+            bmv2 = {}
+            if opts.switch == "bmv2":
+                from mrcnet.fabric.bmv2_counters import Bmv2Counters
 
-    def _write_state(self, state: str) -> None:
-        """``fabric.json``: lets ``mrcnet run --attach`` submit workloads to this run."""
+                bmv2 = {n: Bmv2Counters(sw.grpc_address, sw.device_id, sw.port_map())
+                        for n, sw in self.mn.switches.items()}
+            self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
+                                        show=opts.show, clock=self.clock, bmv2=bmv2)
+            self.sampler.start()
+        info = self._write_state("running")
+        fabric_registry.register(self.prefix, info)
+        self.say(f"fabric up in {time.monotonic() - t0:.1f} s")
+        self.say(f"controller socket {info['controller']} (mrcnet ctl finds it); switches "
+                 f"(P4Runtime, controller election id {info['election_id']}):")
+        for name, sw in info["switches"].items():
+            self.say(f"  {name:<16} {sw['grpc']:<22} device {sw['device_id']}")
+
+    def _write_state(self, state: str) -> dict[str, Any]:
+        """``fabric.json``: how to attach (``mrcnet run --attach``, ``mrcnet ctl``,
+        p4runtime-shell): hosts, switches' gRPC addresses and device ids, controller socket."""
         if self.plan is None:
-            return
-        (self.run_dir / "fabric.json").write_text(json.dumps({
-            "state": state, "pid": os.getpid(), "prefix": self.prefix,
+            return {}
+        switches = {}
+        if self.mn is not None:
+            switches = {n: {"grpc": sw.grpc_address, "device_id": sw.device_id}
+                        for n, sw in self.mn.switches.items()}
+        info: dict[str, Any] = {
+            "state": state, "pid": os.getpid(), "prefix": self.prefix, "started": self.started,
+            "results_dir": str(self.run_dir),
             "hosts": [h.name for h in self.plan.hosts], "ev_profile": EV_PROFILE,
+            "addresses": {h.name: [p.gid for p in h.ports] for h in self.plan.hosts},
             "topology": str(self.run_dir / "topology.yaml"),
-            "mode": self.mode.value if self.mode else None}, indent=1))
+            "mode": self.mode.value if self.mode else None,
+            "tdf": self.clock.tdf, "clock_epoch": self.clock.epoch,
+            "controller": str(self.sock_dir / "ctl.sock") if self.sock_dir else None,
+            "election_id": {"high": CONTROLLER_ELECTION_ID >> 64,
+                            "low": CONTROLLER_ELECTION_ID & ((1 << 64) - 1)},
+            "switches": switches,
+            "pcap_dir": str(self.captures.dir) if self.captures and self.captures.active else None,
+        }
+        (self.run_dir / "fabric.json").write_text(json.dumps(info, indent=1))
+        return info
 
     def _start_controller(self, topo_path: Path, mode: PathMode) -> None:
         assert self.mn is not None
@@ -184,7 +266,7 @@ class Fabric:
         log = self.run_dir / "controller.log"
         cmd = [sys.executable, "-m", "controller.server", "--unix", str(sock), "--topology",
                str(topo_path), "--switches", str(smap), "--mode", mode.value,
-               "--cp-delay", str(self.opts.cp_delay)]
+               "--cp-delay", str(self.opts.cp_delay), *self.clock.args()]
         with open(log, "wb") as out:
             self.controller = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                                stdin=subprocess.DEVNULL, start_new_session=True,
@@ -224,7 +306,7 @@ class Fabric:
                 0.01, ACK_COALESCE_MTUS * self.plan.topo.fabric.mtu * 8 / rate))
             # Congested multi-hop steps queue a fixed window at every hop: a reliability
             # probe after the core's timeout/4 would take queued packets for lost.
-            core.setdefault("probe_after", CIRCUIT_PROBE_AFTER)
+            core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * self.opts.window * 8 / rate)
         return {
             "name": host,
             "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
@@ -252,7 +334,8 @@ class Fabric:
             log = logs[h.name] = adir / f"{h.name}.log"
             with open(log, "wb") as out:
                 self.agents[h.name] = self.mn.hosts[h.name].popen(
-                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg)],
+                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg),
+                     *self.proc_args],
                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
 
         def ready() -> bool:
@@ -267,8 +350,22 @@ class Fabric:
         wait_until(ready, 60, f"agents to register (logs in {adir})", 0.05)
 
     # -- operations --------------------------------------------------------------------------
+    def pids(self) -> dict[str, int]:
+        """Process name -> pid of every process of the run that is running now."""
+        out: dict[str, int] = {}
+        if self.controller is not None and self.controller.poll() is None:
+            out["controller"] = self.controller.pid
+        for name, proc in self.agents.items():
+            if proc.poll() is None:
+                out[f"agent-{name}"] = proc.pid
+        if self.mn is not None:
+            for name, sw in self.mn.switches.items():
+                if sw.proc is not None and sw.proc.poll() is None:
+                    out[name] = sw.proc.pid
+        return out
+
     def log_link(self, label: str, up: bool) -> None:
-        self.link_log.append({"t": time.monotonic() - self.tracker.t0, "link": label, "up": up})
+        self.link_log.append({"t": self.clock.now() - self.tracker.t0, "link": label, "up": up})
 
     def set_link(self, endpoint: str, label: str, up: bool) -> Any:
         """A link change through the controller, recorded for the results."""
@@ -353,10 +450,13 @@ class Fabric:
                 signal.signal(sig, handler)
 
     def _stop_all(self) -> None:
+        fabric_registry.unregister(self.prefix)
         if (self.run_dir / "fabric.json").exists():
             self._write_state("stopped")
         if self.sampler is not None:
             self.sampler.stop()
+        if self.fidelity is not None:
+            self.fidelity.close()
         for name in list(self.agents):
             stop_process_group(self.agents.pop(name))
         if self.ctl is not None:
@@ -365,6 +465,8 @@ class Fabric:
         if self.controller is not None:
             stop_process_group(self.controller)
             self.controller = None
+        if self.captures is not None:
+            self.captures.stop_all()
         if self.mn is not None:
             self.mn.stop()
         if self.sock_dir is not None:

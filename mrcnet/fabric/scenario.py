@@ -1,9 +1,11 @@
 """A scenario on a running fabric: workload rounds, a failure schedule, the results.
 
 ``run_scenario`` submits the workload, starts the link-event schedule at the same moment,
-resubmits the workload round after round until ``duration`` seconds have passed (at least
-one round; every round is verified), then writes ``results.json`` and the plots and returns
-the results dictionary (``completed``, ``verified_bytes``, ``qp_errors``, ``results_dir``, ...).
+resubmits the workload round after round until ``duration`` seconds (of the run's clock) have
+passed (at least one round; every round is verified), then writes ``results.json`` and the
+plots and returns the results dictionary (``completed``, ``verified_bytes``, ``qp_errors``,
+``results_dir``, ``tdf``, ``faithful``, ``fidelity``, ...). A run whose workloads were not
+all faithful prints a warning naming the slowest process and a TDF that should fix it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from mrcnet.fabric import results
+from mrcnet.fabric import fidelity, results
 from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
 
@@ -39,9 +41,11 @@ def run_scenario(
     assert fab.runner is not None
     if workload is None and duration is None and events:
         duration = max(e.at for e in events) + 1.0  # let the schedule play out
-    sched = Scheduler(list(events or []), lambda ev: apply_event(fab, ev))
+    clock = fab.clock
+    sched = Scheduler(list(events or []), lambda ev: apply_event(fab, ev), clock=clock)
     summaries: list[dict[str, Any]] = []
-    start = time.monotonic()
+    start = clock.now()
+    unit = "virtual s" if clock.dilated else "s"
     sched.start()
     try:
         rounds = 0
@@ -52,12 +56,12 @@ def run_scenario(
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
-                    f"{len(wl.flows)} flows verified in {summaries[-1]['seconds']:.2f} s")
-            if duration is None or time.monotonic() - start >= duration:
+                    f"{len(wl.flows)} flows verified in {summaries[-1]['seconds']:.2f} {unit}")
+            if duration is None or clock.now() - start >= duration:
                 break
         if duration is not None:  # let the failure schedule (and the view) play out
             end = start + max(duration, max((e.at for e in sched.events), default=0.0))
-            while time.monotonic() < end:
+            while clock.now() < end:
                 fab.check_alive()
                 time.sleep(0.1)
     finally:
@@ -82,8 +86,20 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
     mtu = fab.topo.fabric.mtu if fab.topo else 4096
     hosts = fab.host_counters() if fab.agents else {}
     rtx = sum(int(w["retransmitted_packets"]) for w in summaries)
+    reports = [w["fidelity"] for w in summaries if w.get("fidelity")]
+    worst = max(reports, key=lambda r: r["max_lag_fraction"], default=None)
+    faithful = all(r["faithful"] for r in reports) if reports else None
+    text = fidelity.warning(worst) if worst is not None else None
+    warnings = [text] if text else []
+    if text:
+        fab.say(f"WARNING: {text}")
     out: dict[str, Any] = {
         "run_id": fab.run_id,
+        "tdf": fab.clock.tdf,
+        "time": "virtual" if fab.clock.dilated else "wall",
+        "faithful": faithful,
+        "fidelity": worst,
+        "warnings": warnings,
         "results_dir": str(fab.run_dir),
         "topology": fab.topo.name if fab.topo else None,
         "mode": fab.mode.value if fab.mode else None,
@@ -106,8 +122,9 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "convergence": results.convergence_lines(fab.run_dir),
         "timings": fab.timings,
     }
+    wall_t0 = time.time() - (time.monotonic() - fab.tracker.t0)
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
-                         fab.topo.fabric.planes if fab.topo else 1)
+                         fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf, wall_t0)
     out["plots"] = [str(p) for p in plots]
     results.write_json(fab.run_dir, out)
     return out

@@ -7,6 +7,14 @@ incast); ``pair:A:B``: one flow. Every flow is a writer job on the source and a 
 mrcnet/fabric/hostjobs.py inside the agents). A flow is verified when the sink's SHA-256
 equals the hash the orchestrator computes itself from the pattern the writer sends, so
 ``verified_bytes`` counts only data that arrived exactly.
+
+Times are the run's clock (common/vclock.py; virtual seconds under time dilation). A
+workload's summary has its ``seconds`` (submitted -> all results in), per-flow FCTs (the
+writers' ``seconds``), ``goodput_bps`` (verified bytes over the span from the first Write to
+the last completion, from the writers' progress stamps), ``capacity_bps`` (the workload's
+maximum concurrent flow over the topology's links, mrcnet/fabric/capacity.py) and their
+ratio ``goodput_fraction``, and, with a fidelity monitor, ``fidelity``: whether every switch
+and agent kept up during the workload (mrcnet/fabric/fidelity.py).
 """
 
 from __future__ import annotations
@@ -16,13 +24,17 @@ import itertools
 import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.vclock import RunClock
 from hosts.agent.apps import pattern
 from hosts.transport.counters import RTX_COUNTERS, add_counts
+from mrcnet.fabric.fidelity import FidelityMonitor, Mark, agent_windows, assess
 from mrcnet.fabric.hostjobs import write_json
+from topologies.model import Topology
 
 WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST")
 
@@ -80,11 +92,15 @@ class Flow:
     seed: int
     writer: dict[str, Any] = field(default_factory=dict)
     sink: dict[str, Any] = field(default_factory=dict)
+    _want: str = ""  # SHA-256 of the pattern, computed once
 
     @property
     def verified(self) -> bool:
-        want = hashlib.sha256(pattern(self.size, self.seed)).hexdigest()
-        return bool(self.sink.get("sha256")) and self.sink["sha256"] == want
+        if not self.sink.get("sha256"):
+            return False
+        if not self._want:
+            self._want = hashlib.sha256(pattern(self.size, self.seed)).hexdigest()
+        return bool(self.sink["sha256"] == self._want)
 
     @property
     def qp_errors(self) -> int:
@@ -107,14 +123,32 @@ class Workload:
     name: str
     qp_type: str
     flows: list[Flow]
-    started: float
+    started: float  # the run's clock
     finished: float | None = None
+    clock: Callable[[], float] = time.monotonic
+    capacity_bps: float | None = None
+    mark: Mark | None = None  # fidelity mark at submission
+    fidelity: dict[str, Any] | None = None
+
+    def goodput(self) -> tuple[float, float]:
+        """(verified bytes x 8 / span, span): span from the first Write to the last
+        completion over all writers (their progress stamps); (0, 0) without progress."""
+        progress = [f.writer.get("progress") or [] for f in self.flows if f.verified]
+        stamps = [p for p in progress if p]
+        if not stamps:
+            return 0.0, 0.0
+        span = max(p[-1][0] for p in stamps) - min(p[0][0] for p in stamps)
+        nbytes = sum(f.size for f in self.flows if f.verified)
+        return (nbytes * 8 / span if span > 0 else 0.0), span
 
     def summary(self) -> dict[str, Any]:
         done = [f for f in self.flows if f.writer and f.sink]
         verified = [f for f in self.flows if f.verified]
         rtx = sum(int(f.writer.get("qp_stats", {}).get("tx_rtx", 0)) for f in self.flows)
         errors = [e for f in self.flows for e in f.writer.get("errors", []) + f.sink.get("errors", [])]
+        goodput, span = self.goodput()
+        fraction = (round(goodput / self.capacity_bps, 4)
+                    if self.capacity_bps and len(verified) == len(self.flows) else None)
         return {
             "workload": self.name,
             "qp_type": self.qp_type,
@@ -126,7 +160,12 @@ class Workload:
             "qp_errors": sum(f.qp_errors for f in self.flows),
             "errors": errors[:20],
             "retransmitted_packets": rtx,
-            "seconds": (self.finished or time.monotonic()) - self.started,
+            "seconds": (self.finished or self.clock()) - self.started,
+            "goodput_bps": round(goodput),
+            "makespan_s": span,
+            "capacity_bps": self.capacity_bps,
+            "goodput_fraction": fraction,
+            "fidelity": self.fidelity,
             "mechanisms": self.mechanisms(),
             "per_flow": [f.row() for f in self.flows],
         }
@@ -142,12 +181,20 @@ class Workload:
 
 
 class WorkloadRunner:
-    """Submits jobs to the hosts' job directories and collects their results."""
+    """Submits jobs to the hosts' job directories and collects their results.
 
-    def __init__(self, run_dir: Path, hosts: list[str], ev_profile: int) -> None:
+    ``clock``: the run's (default TDF 1); ``topo`` (optional) gives each workload its
+    configured capacity; ``monitor`` (optional) its fidelity figures."""
+
+    def __init__(self, run_dir: Path, hosts: list[str], ev_profile: int,
+                 clock: RunClock | None = None, topo: Topology | None = None,
+                 monitor: FidelityMonitor | None = None) -> None:
         self.run_dir = run_dir
         self.hosts = hosts
         self.ev_profile = ev_profile
+        self.clock = clock or RunClock(1.0)
+        self.topo = topo
+        self.monitor = monitor
         self.count = 0
 
     def jobs_dir(self, host: str) -> Path:
@@ -157,7 +204,17 @@ class WorkloadRunner:
                timeout: float = 120.0, extra: dict[str, Any] | None = None) -> Workload:
         pairs = flows_for(name, self.hosts, seed)
         self.count += 1
-        wl = Workload(name, qp_type, [], time.monotonic())
+        capacity = None
+        if self.topo is not None:
+            from mrcnet.fabric.capacity import CapacityError, workload_capacity
+
+            try:
+                capacity = workload_capacity(self.topo, pairs)
+            except CapacityError:
+                capacity = None
+        mark = self.monitor.mark() if self.monitor is not None else None
+        wl = Workload(name, qp_type, [], self.clock.now(), clock=self.clock.now,
+                      capacity_bps=capacity, mark=mark)
         oob = self.run_dir / "oob"
         for i, (src, dst) in enumerate(pairs):
             fid = f"w{self.count}f{i}-{src}-{dst}"
@@ -184,12 +241,22 @@ class WorkloadRunner:
                     setattr(f, role, json.loads(path.read_text()))
         done = all(f.writer and f.sink for f in wl.flows)
         if done and wl.finished is None:
-            wl.finished = time.monotonic()
+            wl.finished = self.clock.now()
+            self._assess(wl)
         return done
 
+    def _assess(self, wl: Workload) -> None:
+        if self.monitor is None or wl.mark is None:
+            return
+        end = self.monitor.mark()
+        jobs = [(f.src, f.writer) for f in wl.flows] + [(f.dst, f.sink) for f in wl.flows]
+        fraction = wl.summary()["goodput_fraction"]
+        wl.fidelity = assess(self.clock.tdf, wl.mark, end, agent_windows(jobs), fraction)
+
     def wait(self, wl: Workload, timeout: float, alive: Any = None) -> bool:
-        """Poll until done or ``timeout``; ``alive()`` (optional) raising aborts early."""
-        deadline = time.monotonic() + timeout
+        """Poll until done or ``timeout`` (seconds of the run's clock); ``alive()``
+        (optional) raising aborts early."""
+        deadline = time.monotonic() + self.clock.to_wall(timeout)
         while time.monotonic() < deadline:
             if self.poll(wl):
                 return True

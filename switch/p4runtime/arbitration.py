@@ -14,7 +14,8 @@ import threading
 from dataclasses import dataclass, field
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
+
+from common.proto.p4.v1 import p4runtime_pb2
 
 MAX_CONNECTIONS = 16
 

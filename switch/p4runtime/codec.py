@@ -7,10 +7,10 @@ simple_switch_grpc) uses for the same mistake; encoding produces canonical byte 
 from __future__ import annotations
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 from common.p4schema.bytestrings import decode, encode, fits
 from common.p4schema.model import Program, Table
+from common.proto.p4.v1 import p4runtime_pb2
 from switch.pipeline.state import (
     ActionCall,
     Entry,
@@ -56,6 +56,9 @@ def decode_key(table: TableState, te: p4runtime_pb2.TableEntry) -> MatchKey:
     key: list[object] = []
     for fid, mf in fields.items():
         fm = given.get(fid)
+        if mf.kind in ("ternary", "range", "optional"):
+            key.append(_decode_wide(mf.kind, mf.bitwidth, fm))
+            continue
         if mf.kind == "exact":
             if fm is None:
                 raise WriteError(INVALID, "Missing non-ternary field in match key")
@@ -83,11 +86,45 @@ def decode_key(table: TableState, te: p4runtime_pb2.TableEntry) -> MatchKey:
             if value & ((1 << (mf.bitwidth - plen)) - 1):
                 raise WriteError(INVALID, "Invalid LPM value, incorrect number of trailing zeros")
             key.append((value, plen))
-        else:  # pragma: no cover - the schema only uses exact and lpm
+        else:
             raise WriteError(code_pb2.UNIMPLEMENTED, f"match kind {mf.kind} not supported")
-    if te.priority != 0:
+    if table.needs_priority:
+        if te.priority <= 0:
+            raise WriteError(INVALID, "Ternary, range or optional match requires a priority > 0")
+    elif te.priority != 0:
         raise WriteError(INVALID, "Non-zero priority for non-ternary match")
     return tuple(key)
+
+
+def _decode_wide(kind: str, width: int, fm: p4runtime_pb2.FieldMatch | None) -> tuple[int, int]:
+    """A ternary / optional part as (value, mask), a range part as (low, high); a field left
+    out is a wildcard (mask 0, or the full range)."""
+    full = (1 << width) - 1
+    if fm is None:
+        return (0, full) if kind == "range" else (0, 0)
+    if kind == "ternary":
+        if not fm.HasField("ternary"):
+            raise WriteError(INVALID, "Invalid match type")
+        value, mask = _value(fm.ternary.value, width), _value(fm.ternary.mask, width)
+        if mask == 0:
+            raise WriteError(INVALID, "Invalid reprsentation of 'don't care' ternary match, "
+                             "omit match field instead of using a 0 mask")
+        if value & ~mask:
+            raise WriteError(INVALID, "Invalid ternary value, bits outside the mask must be 0")
+        return (value, mask)
+    if kind == "optional":
+        if not fm.HasField("optional"):
+            raise WriteError(INVALID, "Invalid match type")
+        return (_value(fm.optional.value, width), full)
+    if not fm.HasField("range"):
+        raise WriteError(INVALID, "Invalid match type")
+    low, high = _value(fm.range.low, width), _value(fm.range.high, width)
+    if low > high:
+        raise WriteError(INVALID, "Invalid range match, low > high")
+    if (low, high) == (0, full):
+        raise WriteError(INVALID, "Invalid reprsentation of 'don't care' range match, "
+                         "omit match field instead")
+    return (low, high)
 
 
 def decode_action(
@@ -133,7 +170,8 @@ def decode_entry(
         )
     if te.HasField("counter_data") or te.HasField("meter_config"):
         raise WriteError(INVALID, "Table has no direct counters or meters")
-    entry = Entry(key=key, controller_metadata=te.controller_metadata, metadata=te.metadata)
+    entry = Entry(key=key, controller_metadata=te.controller_metadata, metadata=te.metadata,
+                  priority=te.priority)
     if not te.HasField("action"):
         if need_action:
             raise WriteError(INVALID, "'action' field must be set")
@@ -236,11 +274,24 @@ def encode_action(call: ActionCall) -> p4runtime_pb2.Action:
 
 
 def encode_entry(table: TableState, entry: Entry) -> p4runtime_pb2.TableEntry:
-    te = p4runtime_pb2.TableEntry(table_id=table.table_id)
+    te = p4runtime_pb2.TableEntry(table_id=table.table_id, priority=entry.priority)
     for i, (mf, part) in enumerate(zip(table.schema.match_fields, entry.key), start=1):
         if mf.kind == "exact":
             assert isinstance(part, int)
             te.match.add(field_id=i).exact.value = encode(part)
+        elif mf.kind in ("ternary", "range", "optional"):
+            assert isinstance(part, tuple)
+            a, b = int(part[0]), int(part[1])
+            full = (1 << mf.bitwidth) - 1
+            if (mf.kind == "range" and (a, b) == (0, full)) or (mf.kind != "range" and b == 0):
+                continue  # wildcard: the field is left out
+            fm = te.match.add(field_id=i)
+            if mf.kind == "ternary":
+                fm.ternary.value, fm.ternary.mask = encode(a), encode(b)
+            elif mf.kind == "optional":
+                fm.optional.value = encode(a)
+            else:
+                fm.range.low, fm.range.high = encode(a), encode(b)
         else:
             assert isinstance(part, tuple)
             value, plen = part

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 import switch.p4runtime.codec as codec
 from common.p4schema.bytestrings import decode, encode, fits
+from common.proto.p4.v1 import p4runtime_pb2
+from switch.p4json.runtime import CounterArray, RegisterArray
 from switch.pipeline import Pipeline
 from switch.pipeline import control as ctl
-from switch.pipeline.externs import CounterArray, RegisterArray
 from switch.pipeline.state import Entry, ProgramState, Undo, WriteError
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def apply_update(pipeline: Pipeline, update: p4runtime_pb2.Update) -> Undo:
                 code_pb2.INVALID_ARGUMENT, "'action' field must be set for non-default entries"
             )
         if kind == ctl.DELETE:  # as PI: only the key of a DELETE matters
-            entry = Entry(key=codec.decode_key(table, te))
+            entry = Entry(key=codec.decode_key(table, te), priority=te.priority)
         else:
             entry = codec.decode_entry(state, table, te, need_action=True)
         return ctl.table_write(state, kind, table, entry)
@@ -171,11 +171,11 @@ def snapshot(state: ProgramState) -> ProgramState:
         p.groups = dict(profile.groups)
         snap.profiles[pid] = p
     for cid, counter in state.counters.items():
-        c = CounterArray(0)
+        c = CounterArray(counter.name, 0)
         c.size, c.packets, c.bytes = counter.size, list(counter.packets), list(counter.bytes)
         snap.counters[cid] = c
     for rid, reg in state.registers.items():
-        r = RegisterArray(0, reg.bitwidth)
+        r = RegisterArray(reg.name, 0, reg.bitwidth)
         r.size, r.cells = reg.size, list(reg.cells)
         snap.registers[rid] = r
     return snap
@@ -196,7 +196,7 @@ def _read_one(state: ProgramState, entity: p4runtime_pb2.Entity, new: NewEntity)
                 continue
             if te.match:
                 key = codec.decode_key(table, te)
-                hit = table.entries.get(key)
+                hit = table.get(key, te.priority)
                 selected = [] if hit is None else [hit]
             else:
                 selected = list(table.entries.values())

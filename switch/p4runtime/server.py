@@ -14,8 +14,8 @@ from concurrent import futures
 import grpc
 from google.protobuf import any_pb2, struct_pb2
 from google.rpc import code_pb2, status_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from switch.p4runtime.arbitration import Arbiter, ArbitrationError, Connection, from_u128
 from switch.p4runtime.pipeline_config import PipelineConfigStore
 from switch.p4runtime.readwrite import apply_write_batch, read_entities
@@ -234,6 +234,13 @@ class P4RuntimeServer:
         self.servicer = P4RuntimeServicer(pipeline, device_id)
         self._server: grpc.Server | None = None
         self._lock = threading.Lock()
+
+    def load_pipeline(self, config: p4runtime_pb2.ForwardingPipelineConfig) -> None:
+        """Commit ``config`` (P4Info + BMv2 JSON) as if a controller had pushed it with
+        VERIFY_AND_COMMIT (``switch.main --json``); WriteError when it is refused."""
+        self.servicer.config.set(
+            p4runtime_pb2.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT, config
+        )
 
     def notify_port_status(self, port: int, up: bool) -> None:
         """Tell the primary controller (on its stream) that ``port`` went up or down.

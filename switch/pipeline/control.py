@@ -55,7 +55,7 @@ def table_write(state: ProgramState, kind: int, table: TableState, entry: Entry)
         undo = table.modify(entry)
         new = entry
     elif kind == DELETE:
-        old, undo = table.delete(entry.key)
+        old, undo = table.delete(entry.key, entry.priority)
         new = None
     else:
         raise WriteError(code_pb2.INVALID_ARGUMENT, "Invalid update type")
@@ -180,6 +180,8 @@ def counter_write(
     cells = range(counter.size) if index is None else [index]
     if index is not None and not 0 <= index < counter.size:
         raise WriteError(code_pb2.OUT_OF_RANGE, f"Counter index {index} out of range")
+    if not (0 <= packets < 1 << 64 and 0 <= nbytes < 1 << 64):
+        raise WriteError(code_pb2.INVALID_ARGUMENT, "Counter values must be 0 .. 2^64 - 1")
     saved = [(i, counter.packets[i], counter.bytes[i]) for i in cells]
     for i in cells:
         counter.packets[i] = packets

@@ -1,63 +1,110 @@
 """Pipeline: the object a switch process feeds frames into.
 
 It holds the committed program (none until a P4Runtime client pushed a
-ForwardingPipelineConfig) and runs it under a lock shared with the P4Runtime writers, so one
-data-plane thread and any number of control-plane threads can use it.
+ForwardingPipelineConfig, or the process loaded one at start): its BMv2 JSON compiled by the
+p4json engine, the P4Runtime view of its state, and the target's own conventions (hooks). It
+runs under a lock shared with the P4Runtime writers, so one data-plane thread and any number
+of control-plane threads can use it.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+
+from google.rpc import code_pb2
 
 from common.p4schema.model import Program
-from switch.pipeline.mrc import MrcDataPath
-from switch.pipeline.ocs import OcsDataPath
+from switch.p4json.engine import Engine
+from switch.p4json.errors import ConfigError
+from switch.pipeline.binding import Binding, Mismatch, bind
+from switch.pipeline.datapath import JsonDataPath
+from switch.pipeline.hooks import TargetHooks
 from switch.pipeline.pipeline_types import EgressPacket, QDepthFn
-from switch.pipeline.state import ProgramState
+from switch.pipeline.state import ProgramState, WriteError
+from switch.programs import BUILTIN, builtin_json
 
-__all__ = ["DataPath", "EgressPacket", "Pipeline", "ProcessFn", "QDepthFn"]
+__all__ = ["EgressPacket", "Pipeline", "Prepared", "ProcessFn", "QDepthFn"]
 
 ProcessFn = Callable[[bytes, int, float, QDepthFn], list[EgressPacket]]
 
 
-class DataPath(Protocol):
-    def process(
-        self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn
-    ) -> list[EgressPacket]: ...
+@dataclass
+class Prepared:
+    """A program ready to commit: its compiled engine and how its P4Info maps onto it."""
 
-    def port_status_changed(self, port: int, up: bool) -> None: ...
+    program: Program
+    engine: Engine
+    binding: Binding
+    source: bytes
 
 
 class Pipeline:
-    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers."""
+    """The switch's P4 pipeline; thread-safe for one data-plane thread plus P4Runtime writers.
+
+    Program timestamps (ingress_global_timestamp, ...) are microseconds of the clock the
+    ``now`` values given to process() come from (the switch's time.monotonic).
+    """
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.program: Program | None = None
         self.state: ProgramState | None = None
-        self.datapath: DataPath | None = None
+        self.engine: Engine | None = None
+        self.source: bytes = b""
+        self.datapath: JsonDataPath | None = None
         self.port_up: dict[int, bool] = {}
         self.unconfigured_drops = 0
 
-    def commit(self, program: Program, state: ProgramState | None = None) -> ProgramState:
-        """Make ``program`` the running program, with fresh state unless one is given."""
+    def prepare(self, program: Program, source: bytes | None = None) -> Prepared:
+        """Compile ``source`` (BMv2 JSON; None or empty: the built-in program of that name) and
+        check that ``program`` (the P4Info) describes it. WriteError INVALID_ARGUMENT when the
+        JSON is refused (an unsupported feature is named) or does not match."""
+        if not source:
+            if program.name not in BUILTIN:
+                raise WriteError(code_pb2.INVALID_ARGUMENT,
+                                 "No device config (BMv2 JSON) given for this P4Info")
+            source = builtin_json(program.name)
+        try:
+            engine = Engine(source, clock=time.monotonic, origin=0.0, name=program.name,
+                            backend="auto")
+            binding = bind(program, engine)
+        except ConfigError as exc:
+            raise WriteError(code_pb2.INVALID_ARGUMENT, f"Device config refused: {exc}") from None
+        except Mismatch as exc:
+            raise WriteError(code_pb2.INVALID_ARGUMENT,
+                             f"P4Info does not match the device config: {exc}") from None
+        return Prepared(program, engine, binding, bytes(source))
+
+    def commit(
+        self,
+        program: Program,
+        state: ProgramState | None = None,
+        prepared: Prepared | None = None,
+    ) -> ProgramState:
+        """Make ``program`` the running program: with fresh state, or keeping ``state`` (and
+        the engine it drives) when given; ``prepared`` from ``prepare`` (default: the built-in
+        JSON of ``program``)."""
         with self.lock:
-            if state is None:
-                state = ProgramState.build(program)
+            if state is not None and self.state is state and self.engine is not None:
+                engine = self.engine
+                source = self.source
+            else:
+                ready = prepared or self.prepare(program)
+                engine, source = ready.engine, ready.source
+                state = ProgramState.build(program, ready.binding)
             state.port_up = self.port_up
             state.table_hooks.clear()  # hooks belong to the data path built below
-            datapath: DataPath
-            if program.name == "mrc_switch":
-                datapath = MrcDataPath(state)
-            elif program.name == "ocs":
-                datapath = OcsDataPath(state)
-            else:
-                raise ValueError(f"no data path for program {program.name}")
+            hooks = TargetHooks(engine)
+            datapath = JsonDataPath(engine, hooks)
+            for profile in state.profiles.values():
+                profile.rebuild(self.port_up)
             for port, up in self.port_up.items():
                 datapath.port_status_changed(port, up)
-            self.program, self.state, self.datapath = program, state, datapath
+            self.program, self.state, self.engine, self.source = program, state, engine, source
+            self.datapath = datapath
             return state
 
     def process(
@@ -65,10 +112,9 @@ class Pipeline:
     ) -> list[EgressPacket]:
         """Parser, ingress, then egress at enqueue time; returns the packets to enqueue.
 
-        ``qdepth(port, priority)`` gives the (packets, bytes) queued on that port+priority;
-        egress decisions (ECN, trimming) compare the bytes with the port's byte thresholds;
-        the packet count is v1model's enq_qdepth (the max_qdepth register).
-        Drops of every kind are counted inside and return [].
+        ``qdepth(port, priority)`` gives the (packets, bytes) queued on that port+priority at
+        the moment a copy enters egress (v1model's enq_qdepth; the bytes for programs built
+        for the embedded target, see docs/switch.md). Drops of every kind return [].
         """
         with self.lock:
             dp = self.datapath
@@ -93,8 +139,8 @@ class Pipeline:
         return []
 
     def set_port_oper_status(self, port: int, up: bool) -> None:
-        """Record the physical/admin state of ``port`` (mrc_switch: the port_down register and
-        the watch ports of selector group members)."""
+        """Record the physical/admin state of ``port`` (the port_down register, selector
+        members watching the port; see switch.pipeline.hooks)."""
         with self.lock:
             self.port_up[port] = up
             if self.datapath is not None:

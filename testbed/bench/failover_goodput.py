@@ -25,7 +25,11 @@ after the control-plane delay.
   bin moving average) first reaches 90% of the remaining capacity (the run's length when it
   never does);
 - ``completed`` / ``qp_errors`` / ``retransmitted_bytes`` (retransmitted packets x MTU) of
-  the workload, and its retransmissions by trigger (``mechanisms``).
+  the workload, its retransmissions by trigger (``mechanisms``), and the run's ``tdf`` and
+  ``faithful`` verdict (mrcnet/fabric/fidelity.py).
+
+Times are the run's clock: with ``--tdf N`` (time dilation) every figure and ``--fail-at``
+/ ``--cp-delay`` are virtual seconds.
 
 The figures go to ``results/bench/failover-<time>.json`` with a plot of p100 stall against the
 control-plane delay for both transports (``failover-<time>.png``).
@@ -76,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
                         help="transport-core knob for the agents (hosts/agent/config.py "
                              "CORE_KNOBS), e.g. per_packet_timeout=0.03")
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the runs' clock (times are virtual)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -150,7 +156,8 @@ def goodput_around_failure(args: argparse.Namespace, qp_type: str,
 
     size = parse_size(args.size)
     opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
-                      cp_delay=cp_delay, window=parse_size(args.window), sample_interval=0.2)
+                      cp_delay=cp_delay, window=parse_size(args.window), sample_interval=0.2,
+                      tdf=args.tdf)
     from hosts.agent.config import ConfigError, parse_core
 
     for item in args.tune:
@@ -174,12 +181,13 @@ def goodput_around_failure(args: argparse.Namespace, qp_type: str,
         cap_after = capacity(topo, flows, {link.index})
         wl = fab.runner.submit("shift:2", size, qp_type, timeout=300,
                                extra={"chunk": CHUNK, "ack_timeout": args.ack_timeout})
-        t_start = time.monotonic()
-        while time.monotonic() < t_start + args.fail_at:
+        clock = fab.clock  # the writers' progress stamps are its Unix times
+        t_start = clock.now()
+        while clock.now() < t_start + args.fail_at:
             fab.check_alive()
             time.sleep(0.02)
         fab.set_link(str(link.a), f"{leaf0}-{spine0}", False)  # recorded: marked in plots
-        t_fail = time.time()
+        t_fail = clock.unix()
         fab.runner.wait(wl, 330, fab.check_alive)
         res = collect(fab, [wl.summary()], None)
     finally:
@@ -206,6 +214,7 @@ def goodput_around_failure(args: argparse.Namespace, qp_type: str,
                            if k.startswith(("rtx_", "loss_", "timeouts", "ev_state_", "probe"))},
             "pre_failure_bps": round(pre), "target_bps": round(target),
             "capacity_ratio": round(cap_after / cap_before, 3),
+            "tdf": args.tdf, "faithful": res["faithful"],
             "results_dir": res["results_dir"]}
 
 

@@ -8,6 +8,8 @@ QPs (one EV each: the ECMP single path, where two flows hashed onto one spine sh
 fraction = (bytes of all flows x 8 / time until the last flow completed) / ideal, with ideal
 = the largest aggregate rate of the permutation over the fabric (max-flow, see
 bench_failover.capacity): with non-blocking leaves, every host's own link rate.
+``--tdf N`` runs the fabric on a clock N times slower than the wall clock (rates and times
+virtual); ``mrc_faithful``/``ecmp_faithful`` are the two rounds' fidelity verdicts.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default="ecmp")
     parser.add_argument("--rate", default="20Mbps")
     parser.add_argument("--size", default="4MiB", help="bytes per flow")
+    parser.add_argument("--tdf", type=float, default=1.0,
+                        help="time-dilation factor of the run's clock (times are virtual)")
     parser.add_argument("--json", action="store_true")
 
 
@@ -37,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     size = parse_size(args.size)
     out: dict[str, Any] = {}
-    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate))
+    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate, tdf=args.tdf))
     try:
         fab.start()
         assert fab.topo is not None and fab.runner is not None
@@ -55,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
             out[f"{key}_fraction"] = round(rate / ideal, 3) if s["completed"] else 0.0
             out[f"{key}_bps"] = round(rate)
             out[f"{key}_completed"] = bool(s["completed"])
+            out[f"{key}_faithful"] = bool((s.get("fidelity") or {}).get("faithful"))
         out["ideal_bps"] = round(ideal)
+        out["tdf"] = args.tdf
         out["results_dir"] = collect(fab, summaries, None)["results_dir"]
     finally:
         fab.stop()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +65,16 @@ def test_chaos_during_a_collective_on_the_photonic_domain(run_prefix: str,
                                                down=(0.2, 0.5), gap=(0.2, 0.4)), 4)
         stop = threading.Event()
 
+        clock = fab.clock  # flap times are seconds of the run's clock, like --fail's
+
         def inject() -> None:
-            t0 = time.monotonic()
+            t0 = clock.now()
             for ev in flaps:
-                if stop.wait(max(0.0, t0 + ev.at - time.monotonic())):
+                if stop.wait(max(0.0, clock.to_wall(t0 + ev.at - clock.now()))):
                     return
                 try:
                     apply_event(fab, ev)
-                    applied.append((time.monotonic(), f"{ev.label} {'up' if ev.up else 'down'}"))
+                    applied.append((clock.now(), f"{ev.label} {'up' if ev.up else 'down'}"))
                 except Exception as exc:  # recorded: the test fails on it
                     errors.append(repr(exc))
 
@@ -81,7 +82,7 @@ def test_chaos_during_a_collective_on_the_photonic_domain(run_prefix: str,
         thread.start()
         try:
             out = driver.run_plan(plan, seed=seed)
-            finished = time.monotonic()
+            finished = clock.now()
         finally:
             thread.join(30)
             stop.set()

@@ -121,9 +121,9 @@ def test_host_port_down_sends_port_status_update(fabric_factory: object) -> None
     drops = port1.egress.down_drops
     assert drops <= 2 * (64 << 10) // 4096 + 32, drops
     run_dir = fab.run_dir
-    own = (run_dir / "qlog" / "h0-agent.qlog.jsonl").read_text()
+    own = (run_dir / "qlog" / "h0-agent.sqlog").read_text()
     assert '"mrc:port_status"' in own
-    peer = (run_dir / "qlog" / "h2-agent.qlog.jsonl").read_text()
+    peer = (run_dir / "qlog" / "h2-agent.sqlog").read_text()
     assert "PEER_PORT_STATUS" in peer or "peer_port_status" in peer.lower()
 
 

@@ -56,7 +56,7 @@ def test_64mib_write_host_to_host_is_byte_exact(run_prefix: str, tmp_path: Path,
     assert res.sink["sha256"] == hashlib.sha256(pattern(size, 7)).hexdigest()
     # qlog: the agents sampled their counters; the sink saw at least size bytes on its port.
     assert res.qlog_dir is not None
-    _, events = read_qlog(res.qlog_dir / "h2-agent.qlog.jsonl")
+    _, events = read_qlog(res.qlog_dir / "h2-agent.sqlog")
     samples = [e["data"] for e in events if e["name"] == "mrc:metrics_sampled"]
     assert samples and samples[-1]["ports"][0]["rx_bytes"] >= size
 
@@ -137,7 +137,7 @@ def test_library_use_write_imm_survives_link_flap(run_prefix: str, tmp_path: Pat
             a.stop()
             b.stop()
     assert a.loop_error is None and b.loop_error is None
-    _, events = read_qlog(tmp_path / "qlog" / "h1-agent.qlog.jsonl")
+    _, events = read_qlog(tmp_path / "qlog" / "h1-agent.sqlog")
     states = [e["data"]["up"] for e in events if e["name"] == "mrc:port_status"]
     assert states == [False, True]
 
@@ -151,7 +151,7 @@ def test_agent_process_without_apps_runs_until_sigterm(run_prefix: str, tmp_path
         assert proc.alive()
         proc.stop(timeout=10)  # SIGTERM to the process group
         assert proc.popen.returncode == 0
-    _, events = read_qlog(tmp_path / "q" / "h1-agent.qlog.jsonl")
+    _, events = read_qlog(tmp_path / "q" / "h1-agent.sqlog")
     assert events[-1]["name"] == "mrc:metrics_sampled"  # the final sample on a clean stop
 
 
@@ -173,6 +173,6 @@ def test_path_modes_host_to_host(run_prefix: str, tmp_path: Path, ev_mode: str) 
     assert res.sink["sha256"] == hashlib.sha256(pattern(size, 3)).hexdigest()
     assert res.qlog_dir is not None
     for host in ("h1", "h2"):
-        _, events = read_qlog(res.qlog_dir / f"{host}-agent.qlog.jsonl")
+        _, events = read_qlog(res.qlog_dir / f"{host}-agent.sqlog")
         last = [e["data"] for e in events if e["name"] == "mrc:metrics_sampled"][-1]
         assert last["rx_drops"] == {"malformed": 0, "not_for_us": 0, "not_mrc": 0}

@@ -24,9 +24,18 @@ def test_ports_in_namespaces_exchange_frames_and_ignore_own(run_prefix: str) -> 
         a = kit.add_namespace("a")
         b = kit.add_namespace("b")
         kit.add_veth(f"{run_prefix}a0", f"{run_prefix}b0", a, b)
-        pa = NicPort(f"{run_prefix}a0", netns=a, batch=16)
-        pb = NicPort(f"{run_prefix}b0", netns=b, batch=16)
+        pa = NicPort(f"{run_prefix}a0", netns=a, batch=16, mrc_only=False)
+        pb = NicPort(f"{run_prefix}b0", netns=b, batch=16, mrc_only=False)
+        filtered = NicPort(f"{run_prefix}b0", netns=b, batch=16)  # the agents' default
         try:
+            mrc = _ipv6_frame(0, 64)
+            mrc = mrc[:20] + b"\x11" + mrc[21:56] + (4791).to_bytes(2, "big") + mrc[58:]
+            assert pa.send(_ipv6_frame(1, 64)) and pa.send(mrc)  # next header 3: not MRC
+            wait_until(lambda: filtered.recv_batch() > 0 or False, 5, "the MRC frame")
+            assert bytes(filtered.views[0][: filtered.lengths[0]]) == mrc
+            assert filtered.counters.rx_frames == 1  # the other never reached the socket
+            while pb.recv_batch():  # what the unfiltered port saw meanwhile
+                pass
             sent = [_ipv6_frame(i, 100 + 37 * i) for i in range(40)]
             for f in sent:
                 assert pa.send(f)
@@ -40,14 +49,15 @@ def test_ports_in_namespaces_exchange_frames_and_ignore_own(run_prefix: str) -> 
 
             wait_until(drain, 5, "40 frames on the b side")
             assert got == sent  # a veth keeps order; contents byte-exact
-            assert pb.counters.rx_frames == 40
-            assert pb.counters.rx_bytes == sum(map(len, sent))
-            assert pa.counters.tx_frames == 40
+            assert pb.counters.rx_frames == 40 + 2
+            assert pb.counters.rx_bytes == sum(map(len, sent)) + 2 * (14 + 64)
+            assert pa.counters.tx_frames == 40 + 2
             # PACKET_IGNORE_OUTGOING: a's own transmissions never come back on a.
             assert pa.recv_batch() == 0
         finally:
             pa.close()
             pb.close()
+            filtered.close()
 
 
 def test_link_monitor_sees_carrier_loss_and_return(run_prefix: str) -> None:

@@ -101,12 +101,12 @@ def test_qlog_files_per_qp_roundtrip(tmp_path: Path) -> None:
     w.event(None, "mrc:metrics_sampled", {"x": b"\x01\x02"}, 101.0)
     w.event(7, "mrc:async_event", {"kind": TrafficClass.CONTROL}, 102.0)
     w.close()
-    header, events = read_qlog(tmp_path / "h1-qp7.qlog.jsonl")
+    header, events = read_qlog(tmp_path / "h1-qp7.sqlog")
     assert header["trace"]["common_fields"]["qpn"] == 7
     assert [e["time"] for e in events] == [250.0, 2000.0]
     assert events[0]["data"] == {"ev": 3, "old": "GOOD", "new": "SKIP"}
     assert events[1]["data"]["kind"] == "CONTROL"
-    header, events = read_qlog(tmp_path / "h1-agent.qlog.jsonl")
+    header, events = read_qlog(tmp_path / "h1-agent.sqlog")
     assert header["trace"]["common_fields"]["qpn"] is None
     assert events == [{"time": 1000.0, "name": "mrc:metrics_sampled", "data": {"x": "0102"}}]
 
@@ -148,13 +148,13 @@ def test_qlog_summary_counts_events_and_keeps_last_metrics(
     w.event(5, "mrc:ev_state_changed", {"ev": 1}, 1.5)
     w.event(5, "mrc:qp_metrics", {"tx_data": 7}, 3.0)
     w.close()
-    s = summarize(tmp_path / "h9-qp5.qlog.jsonl")
+    s = summarize(tmp_path / "h9-qp5.sqlog")
     assert s["events"] == {"mrc:qp_metrics": 2, "mrc:ev_state_changed": 1}
     assert s["span_ms"] == 2000.0 and s["last_metrics"] == {"tx_data": 7} and s["qpn"] == 5
     assert main([str(tmp_path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["host"] == "h9"
-    (tmp_path / "bad.qlog.jsonl").write_text('{"qlog_version": "0.1"}\n')
-    assert main([str(tmp_path / "bad.qlog.jsonl")]) == 1
+    (tmp_path / "bad.sqlog").write_text("\x1e{\"qlog_format\": \"JSON-SEQ\", \"qlog_version\": \"0.1\"}\n")
+    assert main([str(tmp_path / "bad.sqlog")]) == 1
 
 
 def test_core_knobs_reach_the_transport_core() -> None:

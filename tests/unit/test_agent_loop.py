@@ -312,13 +312,13 @@ def test_loop_fires_core_timer_and_logs_records(tmp_path: Path) -> None:
         wait_until(lambda: bool(p.core_a.timer_calls), 5, "core timer to fire")
         assert p.core_a.timer_calls[0] >= due
         assert len(p.core_a.timer_calls) == 1  # handle_timer cleared it; not called again
-        wait_until(lambda: p.a.iterations > 3 and (tmp_path / "ha-agent.qlog.jsonl").exists(),
+        wait_until(lambda: p.a.iterations > 3 and (tmp_path / "ha-agent.sqlog").exists(),
                    5, "metrics sample")
     finally:
         p.close()
-    _, events = read_qlog(tmp_path / "ha-qp3.qlog.jsonl")
+    _, events = read_qlog(tmp_path / "ha-qp3.sqlog")
     assert [e["name"] for e in events] == ["mrc:stub_timer"]
-    _, agent_events = read_qlog(tmp_path / "ha-agent.qlog.jsonl")
+    _, agent_events = read_qlog(tmp_path / "ha-agent.sqlog")
     samples = [e for e in agent_events if e["name"] == "mrc:metrics_sampled"]
     assert samples and samples[0]["data"]["ports"][0]["ifname"] == "pa"
 
@@ -370,7 +370,7 @@ def test_link_changes_become_core_port_status_and_qlog(tmp_path: Path) -> None:
     finally:
         agent.stop()
         pb.close()
-    _, events = read_qlog(tmp_path / "hx-agent.qlog.jsonl")
+    _, events = read_qlog(tmp_path / "hx-agent.sqlog")
     assert [(e["name"], e["data"].get("up", e["data"].get("enabled"))) for e in events] == [
         ("mrc:port_status", False), ("mrc:port_status", True), ("mrc:port_admin", False),
         ("mrc:port_status", False), ("mrc:port_status", True), ("mrc:port_admin", True)]

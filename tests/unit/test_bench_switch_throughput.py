@@ -33,3 +33,25 @@ def test_bench_frame_is_a_consistent_write_only_packet() -> None:
     assert len(frame) == 14 + 40 + 8 + 12 + 4 + 16 + 4096 + 4
     assert pkt[IPv6].plen == len(frame) - 54 and pkt[UDP].len == len(frame) - 54
     assert pkt[UDP].dport == 4791 and bytes(pkt[UDP].payload)[0] == 0xCA
+
+
+def test_both_targets_are_reported_side_by_side_with_their_ratio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from testbed.bench import switch_throughput as bench
+
+    seen = []
+
+    def fake(kind: str, *args: object) -> dict[str, object]:
+        seen.append(kind)
+        pps = {"embedded": 60_000, "bmv2": 8_000}[kind]
+        return {"target": kind, "packets_per_s": pps, "packets_per_cpu_s": pps + 1000}
+
+    monkeypatch.setattr(bench, "_measure_target", fake)
+    both = bench.measure_switch_throughput(1.0, 1, 1.0, target="both")
+    assert seen == ["embedded", "bmv2"]  # one after the other, the same arguments
+    assert both["embedded"]["packets_per_s"] == 60_000 and both["bmv2"]["target"] == "bmv2"
+    assert both["packets_per_s_ratio"] == 7.5
+    assert both["packets_per_cpu_s_ratio"] == round(61_000 / 9_000, 2)
+    one = bench.measure_switch_throughput(1.0, 1, 1.0, target="bmv2")
+    assert one["target"] == "bmv2" and "targets_met" not in one

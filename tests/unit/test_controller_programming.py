@@ -12,11 +12,12 @@ import struct
 from collections.abc import Callable, Iterator
 
 import pytest
-from scapy.layers.inet import UDP
-from scapy.layers.inet6 import IPv6
+from scapy.layers.inet import TCP, UDP
+from scapy.layers.inet6 import ICMPv6EchoRequest, IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from common.classes import BEST_EFFORT_CLASS_ID, BEST_EFFORT_PRIORITY
 from common.evbits import usid_container
 from common.p4runtime_client import P4RuntimeClient
 from controller.programming import ProgramError, TableWrite, apply, check, program_for
@@ -40,7 +41,8 @@ def test_programs_fit_the_schema(name: str, mode: PathMode) -> None:
         prog = program_for(tables)
         by_table: dict[str, int] = {}
         for e in prog.entries:
-            by_table[e.table] = by_table.get(e.table, 0) + 1
+            if not e.default:
+                by_table[e.table] = by_table.get(e.table, 0) + 1
         assert by_table["MrcIngress.ipv6_route"] == len(tables.routes)
         assert by_table.get("MrcIngress.ev_uplink", 0) == sum(
             len(v) for v in tables.ev_groups.values()
@@ -48,6 +50,10 @@ def test_programs_fit_the_schema(name: str, mode: PathMode) -> None:
         assert by_table.get("MrcIngress.my_usid", 0) == len(tables.usid_entries)
         assert by_table["MrcEgress.port_config"] == len(tables.port_config)
         assert by_table["MrcIngress.dscp_class"] == 6
+        (default,) = [e for e in prog.entries if e.default]
+        assert (default.table, default.action, default.params) == (
+            "MrcIngress.dscp_class", "MrcIngress.set_class",
+            {"class_id": BEST_EFFORT_CLASS_ID, "priority": BEST_EFFORT_PRIORITY, "trimmable": 0})
         assert [g.group_id for g in prog.groups] == sorted(tables.ecmp_groups), sw
 
 
@@ -132,6 +138,15 @@ def test_port_config_thresholds_are_bytes_end_to_end() -> None:
         below = send("h1", lambda p: trim(p) - 1)
         assert below.port == 2 and not below.ecn_marked and not below.trimmed
         assert send("h1", trim).trimmed
+        # not MRC (the hosts' kernel traffic: ICMPv6, TCP; DSCP 0): best effort, never trimmed
+        for l4 in (ICMPv6EchoRequest(), TCP(dport=5201)):
+            raw = bytes(Ether(dst=mac(topo, "leaf0", 1)) / IPv6(
+                src=str(host_gid(topo, "h0", 0)), dst=str(host_gid(topo, "h2", 0))) / l4)
+            (be,) = pipe.process(raw, 1, 0.0, lambda p, q: (1000, trim(p) * 2))
+            assert be.priority == BEST_EFFORT_PRIORITY and not be.trimmed
+        assert pipe.state is not None
+        rx = pipe.state.counter("MrcIngress.rx_port_class")
+        assert rx.packets[1 * 8 + BEST_EFFORT_CLASS_ID] == 2
     finally:
         server.stop()
 

@@ -8,23 +8,21 @@ embedded target only.
 from __future__ import annotations
 
 import queue
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
-import p4runtime_sh.shell as sh
 import pytest
 from google.rpc import code_pb2, status_pb2
-from p4.config.v1 import p4info_pb2
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
-from p4runtime_sh.p4runtime import P4RuntimeWriteException
 
 from common.p4runtime_client import P4RuntimeClient, P4RuntimeError, P4RuntimeWriteError
 from common.p4schema import PROGRAMS, compiled
 from common.p4schema.bytestrings import encode
+from common.proto.p4.config.v1 import p4info_pb2
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
+from tests.p4shell import P4Shell, P4ShellError
 from tests.unit.pipeline_helpers import empty_queues, frame, ip6
 
 MRC = PROGRAMS["mrc_switch"]
@@ -45,30 +43,32 @@ def switch() -> Iterator[tuple[Pipeline, P4RuntimeServer, str]]:
 
 
 @pytest.fixture
-def shell(switch: tuple[Pipeline, P4RuntimeServer, str]) -> Iterator[Pipeline]:
+def p4sh() -> Iterator[P4Shell]:
+    shell = P4Shell()
+    try:
+        yield shell
+    finally:
+        shell.close()
+
+
+@pytest.fixture
+def shell(switch: tuple[Pipeline, P4RuntimeServer, str], p4sh: P4Shell) -> Pipeline:
     """p4runtime-shell connected as primary (election id 10) with the pipeline pushed."""
     pipe, _, addr = switch
-    with tempfile.NamedTemporaryFile(suffix=".bin") as device_config:
-        sh.setup(
-            device_id=DEVICE,
-            grpc_addr=addr,
-            election_id=(0, 10),
-            config=sh.FwdPipeConfig(str(compiled.p4info_path("mrc_switch")), device_config.name),
-            verbose=False,
-        )
-        try:
-            yield pipe
-        finally:
-            sh.teardown()
+    p4sh.setup(addr, DEVICE, election_id=(0, 10),
+               p4info=str(compiled.p4info_path("mrc_switch")))
+    return pipe
 
 
-def route_entry(prefix: str, plen: int, port: int) -> sh.TableEntry:
-    te = sh.TableEntry(ROUTE)(action=NEXTHOP)
-    te.match["hdr.ipv6.dst_addr"] = f"{prefix}/{plen}"
-    te.action["port"] = str(port)
-    te.action["smac"] = "02:00:00:00:00:99"
-    te.action["dmac"] = f"02:00:00:00:00:{port:02x}"
-    return te
+def read_routes(p4sh: P4Shell) -> list[p4runtime_pb2.TableEntry]:
+    """The route table as p4runtime-shell reads it."""
+    return [p4runtime_pb2.TableEntry.FromString(bytes.fromhex(h))
+            for h in p4sh.run(f"result = read_hex({ROUTE!r})")]
+
+
+def route(p4sh: P4Shell, op: str, prefix: str, plen: int, port: int) -> None:
+    """insert / modify / delete a route through p4runtime-shell."""
+    p4sh.run(f"route_entry({prefix!r}, {plen}, {port}).{op}()")
 
 
 def raw_route(port: bytes = b"\x01", table_id: int | None = None) -> p4runtime_pb2.TableEntry:
@@ -118,11 +118,14 @@ def ins(te: p4runtime_pb2.TableEntry, kind: int = Update.INSERT) -> p4runtime_pb
 # ---- pipeline config ----------------------------------------------------------------------
 
 
-def test_pipeline_push_with_p4runtime_shell_commits_the_program(shell: Pipeline) -> None:
+def test_pipeline_push_with_p4runtime_shell_commits_the_program(
+    shell: Pipeline, p4sh: P4Shell
+) -> None:
     assert shell.program is MRC
-    got = sh.client.get_p4info()
+    got = p4info_pb2.P4Info.FromString(
+        bytes.fromhex(p4sh.run("result = msg_hex(sh.client.get_p4info())")))
     assert got == MRC.to_p4info()
-    assert sh.client.api_version() == "1.4.1"
+    assert p4sh.run("result = sh.client.api_version()") == "1.4.1"
 
 
 def test_p4info_that_does_not_match_a_builtin_program_is_rejected(
@@ -247,56 +250,56 @@ def test_a_p4info_of_the_same_program_in_another_order_is_accepted(
 # ---- table entries ------------------------------------------------------------------------
 
 
-def test_insert_read_modify_delete_with_p4runtime_shell(shell: Pipeline) -> None:
-    route_entry("2001:db8:2::", 48, 3).insert()
-    read = list(sh.TableEntry(ROUTE).read())
+def test_insert_read_modify_delete_with_p4runtime_shell(shell: Pipeline, p4sh: P4Shell) -> None:
+    route(p4sh, "insert", "2001:db8:2::", 48, 3)
+    read = read_routes(p4sh)
     assert len(read) == 1
-    msg = read[0].msg()
+    msg = read[0]
     assert msg.match[0].lpm.prefix_len == 48
     assert msg.match[0].lpm.value == ip6("2001:db8:2::").to_bytes(16, "big").lstrip(b"\x00")
     params = {p.param_id: p.value for p in msg.action.action.params}
     assert params == {1: b"\x03", 2: bytes.fromhex("020000000099"), 3: bytes.fromhex("020000000003")}
     assert shell.process(frame(dst="2001:db8:2::9"), 1, 0.0, empty_queues)[0].port == 3
 
-    route_entry("2001:db8:2::", 48, 4).modify()
-    (msg,) = [e.msg() for e in sh.TableEntry(ROUTE).read()]
+    route(p4sh, "modify", "2001:db8:2::", 48, 4)
+    (msg,) = read_routes(p4sh)
     assert msg.action.action.params[0].value == b"\x04"
     assert shell.process(frame(dst="2001:db8:2::9"), 1, 0.0, empty_queues)[0].port == 4
 
-    with pytest.raises(P4RuntimeWriteException) as dup:
-        route_entry("2001:db8:2::", 48, 5).insert()
-    assert [(e.canonical_code, e.message) for _, e in dup.value.errors] == [
+    with pytest.raises(P4ShellError) as dup:
+        route(p4sh, "insert", "2001:db8:2::", 48, 5)
+    assert dup.value.errors == [
         (code_pb2.ALREADY_EXISTS, "Match entry exists, use MODIFY if you wish to change action")
     ]
 
-    route_entry("2001:db8:2::", 48, 4).delete()
-    assert list(sh.TableEntry(ROUTE).read()) == []
-    with pytest.raises(P4RuntimeWriteException) as gone:
-        route_entry("2001:db8:2::", 48, 4).delete()
-    assert [(e.canonical_code, e.message) for _, e in gone.value.errors] == [
-        (code_pb2.NOT_FOUND, "Cannot find match entry")
-    ]
-    with pytest.raises(P4RuntimeWriteException) as modify_missing:
-        route_entry("2001:db8:9::", 48, 4).modify()
-    assert modify_missing.value.errors[0][1].canonical_code == code_pb2.NOT_FOUND
+    route(p4sh, "delete", "2001:db8:2::", 48, 4)
+    assert read_routes(p4sh) == []
+    with pytest.raises(P4ShellError) as gone:
+        route(p4sh, "delete", "2001:db8:2::", 48, 4)
+    assert gone.value.errors == [(code_pb2.NOT_FOUND, "Cannot find match entry")]
+    with pytest.raises(P4ShellError) as modify_missing:
+        route(p4sh, "modify", "2001:db8:9::", 48, 4)
+    assert modify_missing.value.errors[0][0] == code_pb2.NOT_FOUND
 
 
-def test_wrong_match_width_and_unknown_table(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+def test_wrong_match_width_and_unknown_table(
+    shell: Pipeline, p4sh: P4Shell, switch: tuple[Pipeline, P4RuntimeServer, str]
+) -> None:
     addr = switch[2]
     # through p4runtime-shell: the shell sends the too-wide value, the server refuses it
-    te = sh.TableEntry("MrcIngress.dscp_class")(action="MrcIngress.set_class")
-    te.match["meta.dscp"] = "64"
-    te.action["class_id"] = "1"
-    te.action["priority"] = "1"
-    te.action["trimmable"] = "0"
-    with pytest.raises(P4RuntimeWriteException) as shell_wide:
-        te.insert()
-    assert [(e.canonical_code, e.message) for _, e in shell_wide.value.errors] == [
+    with pytest.raises(P4ShellError) as shell_wide:
+        p4sh.run("te = sh.TableEntry('MrcIngress.dscp_class')(action='MrcIngress.set_class')\n"
+                 "te.match['meta.dscp'] = '64'\n"
+                 "te.action['class_id'] = '1'\n"
+                 "te.action['priority'] = '1'\n"
+                 "te.action['trimmable'] = '0'\n"
+                 "te.insert()")
+    assert shell_wide.value.errors == [
         (code_pb2.INVALID_ARGUMENT, "Bytestring provided does not fit within 6 bits")
     ]
     # an unknown table name never leaves the shell (it has no id for it)
-    with pytest.raises(Exception, match="nosuch"):
-        sh.TableEntry("MrcIngress.nosuch")
+    with pytest.raises(P4ShellError, match="nosuch"):
+        p4sh.run("sh.TableEntry('MrcIngress.nosuch')")
     # the server gives simple_switch_grpc's answers to raw requests
     wide = p4runtime_pb2.TableEntry(table_id=MRC.id("MrcIngress.dscp_class"))
     wide.match.add(field_id=1).exact.value = b"\x40"  # 64 does not fit 6 bits
@@ -312,14 +315,14 @@ def test_wrong_match_width_and_unknown_table(shell: Pipeline, switch: tuple[Pipe
     exc = raw_write(addr, [ins(raw_route(table_id=0x02FFFFFF))])
     assert exc is not None
     assert update_codes(exc) == [(code_pb2.INVALID_ARGUMENT, "Invalid P4 id")]
-    assert list(sh.TableEntry(ROUTE).read()) == []
+    assert read_routes(p4sh) == []
 
 
 def test_padded_byte_strings_are_accepted_and_read_back_canonical(
-    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+    shell: Pipeline, p4sh: P4Shell, switch: tuple[Pipeline, P4RuntimeServer, str],
 ) -> None:
     assert raw_write(switch[2], [ins(raw_route(port=b"\x00\x07"))]) is None
-    (msg,) = [e.msg() for e in sh.TableEntry(ROUTE).read()]
+    (msg,) = read_routes(p4sh)
     assert msg.action.action.params[0].value == b"\x07"
 
 
@@ -376,7 +379,7 @@ def test_default_action_modify_read_and_invalid_uses(shell: Pipeline, switch: tu
     assert exc is not None and update_codes(exc)[0][0] == code_pb2.INVALID_ARGUMENT
 
 
-def test_batch_atomicity_continue_and_rollback(shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
+def test_batch_atomicity_continue_and_rollback(shell: Pipeline, p4sh: P4Shell, switch: tuple[Pipeline, P4RuntimeServer, str]) -> None:
     addr = switch[2]
     a = raw_route()
     b = raw_route()
@@ -389,12 +392,12 @@ def test_batch_atomicity_continue_and_rollback(shell: Pipeline, switch: tuple[Pi
     assert exc is not None
     assert [code for code, _ in update_codes(exc)] == [
         code_pb2.ABORTED, code_pb2.ALREADY_EXISTS, code_pb2.ABORTED]
-    assert len(list(sh.TableEntry(ROUTE).read())) == 1
+    assert len(read_routes(p4sh)) == 1
     exc = raw_write(addr, [ins(b), ins(a), ins(c)])  # CONTINUE_ON_ERROR
     assert exc is not None
     assert [code for code, _ in update_codes(exc)] == [
         code_pb2.OK, code_pb2.ALREADY_EXISTS, code_pb2.OK]
-    assert len(list(sh.TableEntry(ROUTE).read())) == 3
+    assert len(read_routes(p4sh)) == 3
 
 
 # ---- arbitration --------------------------------------------------------------------------
@@ -417,7 +420,7 @@ def stream(addr: str, election: int, device: int = DEVICE):
 
 
 def test_second_controller_with_lower_election_id_is_backup(
-    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+    shell: Pipeline, p4sh: P4Shell, switch: tuple[Pipeline, P4RuntimeServer, str],
 ) -> None:
     addr = switch[2]
     ch, out, responses = stream(addr, election=4)
@@ -427,9 +430,9 @@ def test_second_controller_with_lower_election_id_is_backup(
         assert (first.election_id.high, first.election_id.low) == (0, 10)  # the primary's id
         exc = raw_write(addr, [ins(raw_route())], election=4)
         assert exc is not None and exc.code() == grpc.StatusCode.PERMISSION_DENIED
-        assert list(sh.TableEntry(ROUTE).read()) == []
+        assert read_routes(p4sh) == []
         # reads are open to backups
-        route_entry("2001:db8:2::", 48, 3).insert()  # by the primary (the shell)
+        route(p4sh, "insert", "2001:db8:2::", 48, 3)  # by the primary (the shell)
         with P4RuntimeClient(addr, DEVICE, election_id=3) as backup:
             assert not backup.is_primary
             assert len(backup.read_table(ROUTE)) == 1
@@ -439,7 +442,7 @@ def test_second_controller_with_lower_election_id_is_backup(
 
 
 def test_duplicate_election_id_is_rejected_and_higher_id_takes_over(
-    shell: Pipeline, switch: tuple[Pipeline, P4RuntimeServer, str],
+    shell: Pipeline, p4sh: P4Shell, switch: tuple[Pipeline, P4RuntimeServer, str],
 ) -> None:
     addr = switch[2]
     ch, out, responses = stream(addr, election=10)
@@ -451,11 +454,12 @@ def test_duplicate_election_id_is_rejected_and_higher_id_takes_over(
     ch.close()
     with P4RuntimeClient(addr, DEVICE, election_id=20) as client:
         assert client.is_primary
-        (update,) = [u for u in [sh.client.get_stream_packet("arbitration", timeout=2)] if u]
+        got = p4sh.run("result = msg_hex(sh.client.get_stream_packet('arbitration', timeout=2))")
+        update = p4runtime_pb2.StreamMessageResponse.FromString(bytes.fromhex(got))
         assert update.arbitration.status.code == code_pb2.ALREADY_EXISTS  # old primary demoted
-        with pytest.raises(grpc.RpcError) as denied:
-            route_entry("2001:db8:2::", 48, 3).insert()
-        assert denied.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(P4ShellError) as denied:
+            route(p4sh, "insert", "2001:db8:2::", 48, 3)
+        assert denied.value.code == "PERMISSION_DENIED"
         client.insert(ROUTE, {"hdr.ipv6.dst_addr": (ip6("2001:db8:2::"), 48)}, NEXTHOP,
                       {"port": 2, "smac": 1, "dmac": 2})
 

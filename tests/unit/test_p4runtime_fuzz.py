@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 from google.rpc import code_pb2
-from p4.v1 import p4runtime_pb2
 
 from common.p4schema import PROGRAMS
+from common.proto.p4.v1 import p4runtime_pb2
 from switch.p4runtime.readwrite import apply_write_batch, read_entities
 from switch.pipeline import Pipeline
 from switch.pipeline.state import WriteError

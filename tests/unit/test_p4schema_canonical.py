@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from google.protobuf import text_format
-from p4.config.v1 import p4info_pb2
 
 from common.p4schema.canonical import (
     canonical_bytes,
@@ -11,6 +10,7 @@ from common.p4schema.canonical import (
     content_bytes,
     program_content,
 )
+from common.proto.p4.config.v1 import p4info_pb2
 
 INFO = """
 pkg_info { arch: "v1model" }

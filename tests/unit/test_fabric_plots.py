@@ -1,0 +1,86 @@
+"""Run plots: failures as shaded spans (one legend entry per kind), legends outside the axes,
+no warnings, and retransmissions over time per QP class from the QPs' qlog files."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+from hosts.agent.qlog import QlogWriter
+from mrcnet.fabric.liveview import Sample
+from mrcnet.fabric.results import failure_spans, plot, retransmission_series
+
+
+def _samples(n: int = 20) -> list[Sample]:
+    return [Sample(0.5 * i, [1e6 * i, 2e6], 0, 0, 0, i % 3, [i, i]) for i in range(n)]
+
+
+EVENTS = [
+    {"t": 2.0, "link": "p0-leaf0-p0-spine0", "up": False},
+    {"t": 5.0, "link": "p0-leaf0-p0-spine0", "up": True},
+    {"t": 3.0, "link": "h1:0", "up": False},
+    {"t": 6.0, "link": "p1-leaf0-p1-spine1", "up": False},  # never restored
+]
+
+
+def test_failure_spans_pair_downs_with_ups_and_end_open_ones() -> None:
+    assert failure_spans(EVENTS, 9.5) == [
+        ("link", "p0-leaf0-p0-spine0", 2.0, 5.0),
+        ("host port", "h1:0", 3.0, 9.5),
+        ("link", "p1-leaf0-p1-spine1", 6.0, 9.5),
+    ]
+
+
+def _jobs(run_dir: Path, host: str, qpn: int, qp_type: str, rtx: list[int], wall0: float,
+          ) -> None:
+    d = run_dir / "jobs" / host
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"f{qpn}-writer.job.json").write_text(json.dumps({"qp_type": qp_type}))
+    (d / f"f{qpn}-writer.result.json").write_text(json.dumps({"qpn": qpn}))
+    w = QlogWriter(run_dir / "qlog", host, t0=0.0)
+    w.reference_ms = wall0 * 1000.0
+    for i, n in enumerate(rtx):
+        w.event(qpn, "mrc:qp_metrics", {"tx_rtx": n}, float(i))
+    w.close()
+
+
+def test_retransmissions_per_class_sum_the_writer_qps(tmp_path: Path) -> None:
+    wall0 = 1_700_000_000.0
+    _jobs(tmp_path, "h0", 3, "MRC", [0, 4, 9], wall0 + 1.0)
+    _jobs(tmp_path, "h1", 5, "MRC", [1, 1, 2], wall0 + 1.5)
+    _jobs(tmp_path, "h2", 7, "RC", [0, 30], wall0)
+    series = retransmission_series(tmp_path, wall0)
+    assert series["RC"] == [(0.0, 0), (1.0, 30)]
+    assert series["MRC"] == [(1.0, 0), (1.5, 1), (2.0, 5), (2.5, 5), (3.0, 10), (3.5, 11)]
+
+
+def test_plots_are_written_without_warnings(tmp_path: Path) -> None:
+    wall0 = 1_700_000_000.0
+    _jobs(tmp_path, "h0", 3, "MRC", [0, 4, 9], wall0)
+    _jobs(tmp_path, "h2", 7, "RC", [0, 30], wall0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = plot(tmp_path, _samples(), EVENTS, [], planes=2, wall_t0=wall0)
+    assert [p.name for p in paths] == ["goodput.png", "ev_states.png", "retransmissions.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_legend_has_one_entry_per_failure_kind_outside_the_axes(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mrcnet.fabric.results import _finish
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 9], [0, 1], label="plane 0")
+    _finish(ax, EVENTS, 9.5, "y", "t")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["plane 0", "link down", "host port down"]
+    fig.canvas.draw()
+    legend_box = ax.get_legend().get_window_extent()
+    assert legend_box.x0 >= ax.get_window_extent().x1  # right of the axes
+    plt.close(fig)
