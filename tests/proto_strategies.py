@@ -71,14 +71,14 @@ def _fill(cls: type[Message], depth: int, hints: Hints) -> st.SearchStrategy[Mes
                 if depth <= 0:
                     continue
                 sub = _message_class(field)
-                if field.label == F.LABEL_REPEATED:
+                if field.is_repeated:
                     if field.message_type.GetOptions().map_entry:
                         continue  # maps appear in answers, not in requests
                     for item in draw(st.lists(_fill(sub, depth - 1, hints), max_size=3)):
                         getattr(msg, field.name).add().CopyFrom(item)
                 else:
                     getattr(msg, field.name).CopyFrom(draw(_fill(sub, depth - 1, hints)))
-            elif field.label == F.LABEL_REPEATED:
+            elif field.is_repeated:
                 getattr(msg, field.name).extend(
                     draw(st.lists(_scalar(field, hints), max_size=4)))
             else:

@@ -18,12 +18,12 @@ import pytest
 from google.rpc import code_pb2, status_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 
 from common.p4runtime_client import P4RuntimeClient
 from common.p4schema import PROGRAMS
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
+from common.proto.p4.v1 import p4runtime_pb2, p4runtime_pb2_grpc
 from controller.server import ControllerServer, ServerConfig, start
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
