@@ -25,7 +25,7 @@ from hosts.agent.agent import Agent
 from hosts.agent.apps import pattern
 from hosts.agent.config import parse_config
 from hosts.agent.ctl_link import CtlLink
-from hosts.agent.qlog import read_qlog
+from hosts.agent.qlog import SUFFIX, read_qlog
 from hosts.api import (
     CQ,
     MR,
@@ -218,7 +218,7 @@ class StarLab:
         if h.agent.qlog is not None:
             h.agent.call(h.agent.qlog.flush)
         name = f"{h.spec.name}-agent" if qpn is None else f"{h.spec.name}-qp{qpn}"
-        path = self.qlog_dir / f"{name}.qlog.jsonl"
+        path = self.qlog_dir / f"{name}{SUFFIX}"
         return read_qlog(path)[1] if path.exists() else []
 
     def close(self) -> None:

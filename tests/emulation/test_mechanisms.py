@@ -12,6 +12,7 @@ import pytest
 
 from common.classes import CLASS_IDS, TrafficClass
 from common.netns import NetKit, wait_until
+from hosts.agent.qlog import event_name
 from hosts.api import QpAttr, QpHintFlag, RetryAttr
 from hosts.transport.lognames import ACK_TIMEOUT, EV_STATE_CHANGED, MPR_UPDATED, PACKETS_LOST
 from testbed.mechanism_lab import DEFAULT_HINT, StarLab
@@ -88,7 +89,7 @@ def test_tail_loss_is_recovered_by_a_reliability_probe_not_the_ack_timeout(
         st, events = _tail_loss(lab, attr)
     assert st["rtx_probe"] == 1 and st["loss_probe"] == 1 and st["probe_answered"] >= 1
     assert st.get("timeouts", 0) == 0 and st["tx_rtx"] == 1
-    lost = [e["data"] for e in events if e["name"] == PACKETS_LOST]
+    lost = [e["data"] for e in events if e["name"] == event_name(PACKETS_LOST)]
     assert [d["trigger"] for d in lost] == ["probe"]
 
 
@@ -99,7 +100,7 @@ def test_tail_loss_is_recovered_by_the_per_packet_timer(run_prefix: str, tmp_pat
         st, events = _tail_loss(lab, attr)
     assert st["rtx_per_packet_timer"] == 1 and st["loss_per_packet_timer"] == 1
     assert st.get("rtx_probe", 0) == 0 and st.get("timeouts", 0) == 0 and st["tx_rtx"] == 1
-    lost = [e["data"] for e in events if e["name"] == PACKETS_LOST]
+    lost = [e["data"] for e in events if e["name"] == event_name(PACKETS_LOST)]
     assert [d["trigger"] for d in lost] == ["per_packet_timer"]
 
 
@@ -119,7 +120,7 @@ def test_ack_timeouts_are_linear_then_exponential(run_prefix: str, tmp_path: Pat
         t.wait_sends(1, timeout=30)
         assert t.exact() and [wc.imm for wc in t.wait_receives(1)] == [1]
         st = w.qp_stats(t.qp.qpn)
-        records = [e for e in lab.qlog(1, t.qp.qpn) if e["name"] == ACK_TIMEOUT]
+        records = [e for e in lab.qlog(1, t.qp.qpn) if e["name"] == event_name(ACK_TIMEOUT)]
     assert st["rtx_ack_timeout"] == st["tx_rtx"] > 0 and st.get("rtx_probe", 0) == 0
     want = [T(exponent) * min(64, 1 if k <= linear else 2 ** (k - linear))
             for k in range(st["timeouts"])]
@@ -147,7 +148,7 @@ def test_ecn_marks_make_the_ev_skip_once(run_prefix: str, tmp_path: Path) -> Non
         w, s = lab.host(1).qp_stats(t.qp.qpn), lab.host(2).qp_stats(t.peer_qp.qpn)
         h2 = lab.switch.ports[("h2", 0)]
         marks = sum(lab.switch.counter("MrcEgress.ecn_port_queue", h2 * 8 + p) for p in range(8))
-        events = [e["data"] for e in lab.qlog(1, t.qp.qpn) if e["name"] == EV_STATE_CHANGED]
+        events = [e["data"] for e in lab.qlog(1, t.qp.qpn) if e["name"] == event_name(EV_STATE_CHANGED)]
     assert marks > 0 and s["rx_ce"] == marks
     assert 0 < w["ev_state_sack_skip_once"] <= s["rx_ce"]
     assert w["ev_state_skip_round_done"] > 0
@@ -182,9 +183,9 @@ def test_dynamic_mpr_shrinks_and_grows_the_window_the_requester_uses(run_prefix:
         assert h1.qp_stats(a.qp.qpn)["bytes_in_flight"] > 0  # still writing when it grew back
         a.wait_sends(48, timeout=120)
         assert a.exact()
-        records = [e["data"] for e in lab.qlog(1, a.qp.qpn) if e["name"] == MPR_UPDATED]
+        records = [e["data"] for e in lab.qlog(1, a.qp.qpn) if e["name"] == event_name(MPR_UPDATED)]
         st = h1.qp_stats(a.qp.qpn)
-        resp = [e["data"] for e in lab.qlog(3, a.peer_qp.qpn) if e["name"] == MPR_UPDATED]
+        resp = [e["data"] for e in lab.qlog(3, a.peer_qp.qpn) if e["name"] == event_name(MPR_UPDATED)]
     news = [r["new"] for r in records]
     i = news.index(896)
     assert 512 in news[i:] and 896 in news[news.index(512, i):]  # shrink, then grow
@@ -244,7 +245,7 @@ def test_ev_probes_bring_assumed_bad_evs_back_told_apart_from_reliability_probes
         t.wait_sends(64, timeout=120)
         assert t.exact()
         st, host = h1.qp_stats(t.qp.qpn), h1.host_stats()
-        events = [e["data"] for e in lab.qlog(1, t.qp.qpn) if e["name"] == EV_STATE_CHANGED]
+        events = [e["data"] for e in lab.qlog(1, t.qp.qpn) if e["name"] == event_name(EV_STATE_CHANGED)]
     back = [d for d in events if d["old"] == "ASSUMED_BAD" and d["new"] == "GOOD"]
     assert len({d["ev"] for d in back if d["port"] == 0}) == 16
     assert {d["reason"] for d in back} == {"ev_probe_ok"}
