@@ -158,7 +158,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("port-status", help="send a port status update")
     p.add_argument("--sgid", required=True)
     p.add_argument("--dgid", required=True)
-    p.add_argument("--mask", type=lambda s: int(s, 0), required=True, help="1-based port bitmap")
+    p.add_argument("--mask", type=lambda s: int(s, 0), required=True,
+                   help="usable ports: bit p-1 = port p (0b10: port 2 only)")
     p.add_argument("--wait", default="1s")
     sub.add_parser("topo", help="topology view")
     p = sub.add_parser("link", help="set a link up or down")

@@ -393,6 +393,9 @@ class Controller:
                 )
             if req.op_type == pb.EP_OP_EV_PROBE and r.ev_fmt_mode == pb.EV_FMT_UNSPECIFIED:
                 raise invalid(f"request {r.req_id}: an EV probe needs ev_fmt_mode")
+            if req.op_type == pb.EP_OP_PORT_STATUS_UPDATE and r.port_status >> self.ports:
+                raise invalid(f"request {r.req_id}: port_status {r.port_status:#x} names ports "
+                              f"outside 1..{self.ports} (bit p-1 = port p)")
             plan.append((agent, r))
         batch = _EpBatch(expected={})
         commands = []

@@ -79,13 +79,13 @@ class FabricState:
 
     def find_link(self, ref: str) -> Link:
         ref = ref.strip()
-        if ref.isdigit():
+        if ref.isdecimal():
             index = int(ref)
             if index < len(self.topo.links):
                 return self.topo.links[index]
             raise not_found(f"no link {index} (links 0..{len(self.topo.links) - 1})")
         name, _, port = ref.partition(":")
-        if not port.isdigit():
+        if not port.isdecimal():
             raise invalid(f"link {ref!r} must be a link id or 'node:port'")
         if not self.topo.has_node(name):
             raise not_found(f"no node {name!r} in topology {self.topo.name}")

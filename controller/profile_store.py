@@ -49,8 +49,17 @@ _TRANSITIONS = {
 }
 
 
+def enum_name(enum: Any, value: int) -> str:
+    """The name of an enum value, or ``unknown value N`` for one the proto does not define
+    (a request may carry any number in an enum field)."""
+    try:
+        return str(enum.Name(value))
+    except ValueError:
+        return f"unknown value {value}"
+
+
 def state_name(state: int) -> str:
-    return pb.ProfileState.Name(state).removeprefix("PROFILE_")  # type: ignore[arg-type]
+    return enum_name(pb.ProfileState, state).removeprefix("PROFILE_")
 
 
 def _check_transition(kind: str, pid: int, cur: int, new: int) -> None:
@@ -173,7 +182,7 @@ class ProfileStore:
             if total > limit:
                 raise invalid(
                     f"EV format profile {pid}: fields total {total} bits, "
-                    f"{pb.EvFmtMode.Name(new.mode)} EVs have {limit}"
+                    f"{enum_name(pb.EvFmtMode, new.mode)} EVs have {limit}"
                 )
         if old_state == pb.PROFILE_ONLINE and target != pb.PROFILE_ONLINE:
             self._fmt_in_use(pid)
@@ -332,7 +341,7 @@ class ProfileStore:
             return
         if not p.fmt_profile_id:
             raise invalid(
-                f"EV profile {pid}: a {pb.EvMode.Name(p.mode)} profile needs fmt_profile_id"
+                f"EV profile {pid}: a {enum_name(pb.EvMode, p.mode)} profile needs fmt_profile_id"
             )
         if not p.ev_count:
             raise invalid(f"EV profile {pid}: going OFFLINE needs ev_count")

@@ -28,7 +28,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                        "sans-I/O core: CPU cost, MRC vs RC under loss"),
     "harvest": ("testbed.bench.harvest_synthesis_time", "schedule synthesis time"),
     "failover": ("testbed.bench.failover_goodput",
-                 "goodput around a spine link failure, MRC vs RC"),
+                 "p100 stall and completion time around a spine link failure, MRC vs RC, "
+                 "over control-plane delays"),
     "spray": ("testbed.bench.spray_goodput", "permutation goodput, MRC spraying vs ECMP"),
     "incast": ("testbed.bench.incast_fct", "8 senders into one receiver, NSCC vs fixed window"),
     "congested-path": ("testbed.bench.congested_path",
@@ -37,6 +38,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                      "which signal of a throttled receiver tracks its congestion"),
     "clos-qp": ("testbed.bench.clos_qp",
                 "one QP across clos-2p at 10 Gb/s links, NSCC vs fixed window, CPU per packet"),
+    "chaos": ("testbed.bench.chaos_soak",
+              "all-to-all under random link/port flaps and a plane outage, for minutes"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
     "fidelity": ("testbed.bench.fidelity_tdf",

@@ -59,12 +59,16 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", default=None,
                         help="bytes in flight per QP with --cc fixed (default 64KiB, circuit "
                              "fabrics 128KiB)")
+    parser.add_argument("--wimm", type=int, default=None, metavar="N",
+                        help="every Write is a WriteImm (receives pre-posted, completions "
+                             "checked in send order), at most N in flight per QP (max_wimm)")
     parser.add_argument("--timeout", type=float, default=120.0, metavar="S",
                         help="seconds a workload round may take (default 120)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
-                        help="take link A-B down S seconds after the workload starts")
+                        help="take link A-B (or every link of a plane: plane:P) down S seconds "
+                             "after the workload starts")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
-                        help="bring link A-B back up at S seconds")
+                        help="bring link A-B (or plane:P) back up at S seconds")
     parser.add_argument("--duration", type=float, default=None, metavar="S",
                         help="repeat the workload until S seconds have passed")
     parser.add_argument("--tdf", default="1", metavar="N|auto",
@@ -128,6 +132,15 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
                       cc=args.cc, lb=args.lb,
                       show=not args.quiet, tdf=1.0 if tdf is None else tdf,
                       pcap=getattr(args, "pcap", False))
+
+
+def workload_extra(args: argparse.Namespace) -> dict[str, Any]:
+    """Job fields for the workload's writers and sinks (``--wimm``)."""
+    if args.wimm is None:
+        return {}
+    if not 1 <= args.wimm <= 0x7FFF:
+        raise ValueError("--wimm must be 1..32767 (max_wimm)")
+    return {"wimm": True, "max_wimm": args.wimm}
 
 
 def demo_defaults(args: argparse.Namespace, topo: Any) -> None:
@@ -206,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
             flows_for(args.run, [n.name for n in topo.nodes if n.kind.value == "host"])
         size = _size(args.size)
         opts = options(args)
+        extra = workload_extra(args)
         if opts.pcap and opts.switch == "bmv2":
             raise ValueError("--pcap captures through the embedded switch's admin service; "
                              "with --switch bmv2 use simple_switch_grpc's own --pcap")
@@ -235,7 +249,8 @@ def run(args: argparse.Namespace) -> int:
     fab = Fabric(opts)
     try:
         fab.start()
-        res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout)
+        res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout,
+                           extra=extra)
         _add_calibration(fab, res, calibration)
         if interactive:
             from mrcnet.fabric.cli_shell import FabricCLI

@@ -35,14 +35,14 @@ log = logging.getLogger("switch")
 
 def _port_arg(text: str) -> tuple[int, str]:
     num, sep, ifname = text.partition("=")
-    if not sep or not num.strip().isdigit() or not ifname.strip():
+    if not sep or not num.strip().isdecimal() or not ifname.strip():
         raise argparse.ArgumentTypeError(f"expected N=IFNAME, got {text!r}")
     return int(num), ifname.strip()
 
 
 def _link_arg(text: str) -> tuple[int, LinkConfig]:
     num, sep, spec = text.partition(":")
-    if not sep or not num.strip().isdigit():
+    if not sep or not num.strip().isdecimal():
         raise argparse.ArgumentTypeError(f"expected N:rate=..,delay=.., got {text!r}")
     try:
         return int(num), parse_link_spec(spec)

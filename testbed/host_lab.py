@@ -171,6 +171,17 @@ class SwitchHandle:
             pb_grpc.SwitchAdminStub(channel).SetPortAdmin(
                 pb.SetPortAdminRequest(port=port, up=up), timeout=5)
 
+    def counter(self, name: str, cell: int) -> int:
+        """Packets of one cell of a P4 counter of the pipeline (read over P4Runtime), e.g.
+        ``MrcIngress.rx_port_class`` cell ``port * 8 + class id``."""
+        from common.p4runtime_client import P4RuntimeClient
+
+        client = P4RuntimeClient(self.address, SWITCH_DEVICE_ID)
+        try:
+            return client.read_counter(name, cell).get(cell, (0, 0))[0]
+        finally:
+            client.channel.close()
+
     def port_stats(self) -> dict[int, dict[str, int]]:
         from switch.stats import fetch
 
@@ -189,6 +200,7 @@ def switch_star(
     links: dict[int, str] | None = None,
     mtu: int = 9000,
     trim_at: int = 0,
+    ecn_at: int = 0,
 ) -> tuple[list[HostSpec], SwitchHandle]:
     """``hosts`` hosts with ``planes`` ports each, all on one embedded switch (root namespace).
 
@@ -241,12 +253,12 @@ def switch_star(
 
     wait_until(ready, 20, f"switch gRPC on {address} (log {log})")
     handle = SwitchHandle(address=address, process=proc, log=log, ports=port_of)
-    _program_star(address, specs, port_of, trim_at)
+    _program_star(address, specs, port_of, trim_at, ecn_at)
     return specs, handle
 
 
 def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, int], int],
-                  trim_at: int) -> None:
+                  trim_at: int, ecn_at: int = 0) -> None:
     from common.classes import DEFAULT_CLASSES, TrafficClass, dscp_classes
     from common.p4runtime_client import P4RuntimeClient
     from common.p4schema.mrc_switch import dscp_class_write
@@ -265,13 +277,13 @@ def _program_star(address: str, hosts: list[HostSpec], port_of: dict[tuple[str, 
                      "dmac": int.from_bytes(mac(h.macs[p]), "big")})
         for row in dscp_classes(DEFAULT_CLASSES):
             client.insert(*dscp_class_write(row))
-        if trim_at > 0:
-            lasthop = TrafficClass.TRIMMED_LASTHOP
+        if trim_at > 0 or ecn_at > 0:
+            trimmed = TrafficClass.TRIMMED if ecn_at else TrafficClass.TRIMMED_LASTHOP
             for sp in port_of.values():
                 client.insert(
                     "MrcEgress.port_config", {"standard_metadata.egress_port": sp},
                     "MrcEgress.set_port_params",
-                    {"ecn_threshold_bytes": 0, "trim_threshold_bytes": trim_at * 4096,
-                     "last_hop": 1,
-                     "trim_dscp": DEFAULT_CLASSES.dscp[lasthop],
-                     "trim_priority": DEFAULT_CLASSES.priority[lasthop]})
+                    {"ecn_threshold_bytes": ecn_at * 4096, "trim_threshold_bytes": trim_at * 4096,
+                     "last_hop": 0 if ecn_at else 1,
+                     "trim_dscp": DEFAULT_CLASSES.dscp[trimmed],
+                     "trim_priority": DEFAULT_CLASSES.priority[trimmed]})

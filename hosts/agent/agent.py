@@ -140,7 +140,7 @@ class Agent:
         self.iterations = 0
         self.timer_stalls = 0  # handle_timer() left a due timer unchanged (core bug guard)
         self._timer_floor = 0.0
-        self._armed = 0.0  # the earliest deadline when the loop last went to sleep
+        self._timers_checked = self.t0  # when the loop last looked for due core timers
         try:
             if ports is not None:
                 if len(ports) != len(config.ports):
@@ -324,12 +324,10 @@ class Agent:
             timer = max(timer, self._timer_floor)
             if timer < deadline:
                 deadline = timer
-        self._armed = deadline
         return max(0.0, deadline - now)
 
     def _iteration(self, ready: list[tuple[int, int]], now: float) -> None:
         self.iterations += 1
-        woke = now
         for fd, _mask in ready:
             if fd == self._wake_fd:
                 try:
@@ -346,21 +344,19 @@ class Agent:
         now = self.clock()
         timer = self.core.get_timer()
         if timer is not None and timer <= now and now >= self._timer_floor:
-            due = max(timer, self._timer_floor)
-            if due < self._armed:
-                # earlier than anything known when the loop went to sleep: the timer was set
-                # during this iteration (e.g. "probe the EV that just went bad at once"), so
-                # it was not due before the loop woke
-                due = min(max(due, woke), now)
+            # A timer due before the previous check was set since (e.g. "probe the EV that
+            # just went bad at once": 0.0): it is late only since that check.
+            due = min(max(timer, self._timer_floor, self._timers_checked), now)
             self.lag.due(due, now)
-            if now - timer > self.timer_lag_max:
-                self.timer_lag_max = now - timer
+            if now - due > self.timer_lag_max:
+                self.timer_lag_max = now - due
             self.core.handle_timer(now)
             after = self.core.get_timer()
             if after is not None and after <= timer:
                 # The core left the same due timer in place: do not spin on it.
                 self.timer_stalls += 1
                 self._timer_floor = now + TIMER_STALL_BACKOFF
+        self._timers_checked = now
         self._transmit(now)
         self._drain_events(now)
         if now >= self._next_metrics:
@@ -606,7 +602,8 @@ class Agent:
             "rx_wait": self.rx_wait.window(),
         }
         self.timer_lag_max = 0.0
-        stats = getattr(self.core, "stats", None)
+        host_stats = getattr(self.core, "host_stats", None)
+        stats = host_stats() if callable(host_stats) else getattr(self.core, "stats", None)
         if isinstance(stats, dict):
             data["core"] = dict(stats)
         self.qlog.event(None, METRICS_SAMPLED, data, now)

@@ -104,6 +104,9 @@ CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
     "endpoint_retries": (int, 0, 100, False),  # port status update retransmissions
     "rx_penalty": (int, 0, 127, False),  # responder backpressure (CC_STATE rcv_cwnd_pen)
     "cc_log_interval": (float, 1e-4, 60.0, True),  # recovery:metrics_updated per QP (s)
+    "ack_backoff_cap": (int, 1, 1 << 30, False),  # ACK-timeout backoff stops at T x this
+    "mpr_budget": (int, 0, 1 << 24, False),  # Dynamic MPR: tracking PSNs shared (0: off)
+    "mpr_interval": (float, 1e-5, 10.0, False),  # ... recomputed this often (s)
 }
 
 

@@ -8,10 +8,14 @@ the ``AgentChannel`` stream open:
 - controller -> agent: snapshot / ``ev_profile`` (installed into the core as explicit EV
   profiles, EV ``port`` 1-based -> NIC port index), ``cc_profile`` (stored), ``ev_state``
   (DENIED / GOOD / ASSUMED_BAD applied to every QP bound to the profile), ``ep`` (EV probe or
-  port status update sent by the core; the answer goes back as ``ep_result``).
+  port status update sent by the core from the port that owns the request's source GID, a
+  port status update with the request's ``port_status`` mask; the answer goes back as
+  ``ep_result`` with the request's ``req_id``), ``port_admin`` (the NIC port is disabled or
+  enabled: ``Agent.set_port_admin``, so the core takes it out of use and tells the peers).
 - agent -> controller: datapath EV transitions to ASSUMED_BAD, and from ASSUMED_BAD back to
   GOOD, of QPs bound to a controller profile (``ev_state`` reports, which the controller fans
-  out to subscribers; SKIP -> GOOD is not reported).
+  out to subscribers; SKIP -> GOOD is not reported); ``port_oper`` whenever a port's usability
+  changes (carrier or admin state).
 
 DENIED EVs are also left out of the profile the core keeps, so QPs created while an EV is
 denied never use it (lifting the denial re-adds it for QPs created afterwards and sets it
@@ -37,6 +41,7 @@ from hosts.agent.agent import Agent
 from hosts.transport import (
     CcProfile,
     EndpointResponse,
+    EndpointTimeout,
     EvEntry,
     EvProfile,
     EvProfileMode,
@@ -69,9 +74,10 @@ class CtlLink:
         self.agent_id = ""
         self.profiles: dict[int, pb.EvProfile] = {}  # controller EV profiles, full arrays
         self.denied: dict[int, set[int]] = {}
-        self.counters = {"profiles": 0, "ev_updates": 0, "reports": 0, "ep": 0, "errors": 0}
+        self.counters = {"profiles": 0, "ev_updates": 0, "reports": 0, "ep": 0, "errors": 0,
+                         "port_admin": 0, "port_oper": 0}
         self._out: queue.Queue[pb.AgentMessage | None] = queue.Queue()
-        self._ep: dict[int, int] = {}  # core request id -> controller corr_id
+        self._ep: dict[int, tuple[int, int]] = {}  # core request id -> (corr_id, req_id)
         self._closed = threading.Event()
         self._channel = grpc.insecure_channel(target)
         self._stub = pb_grpc.MrcAgentStub(self._channel)
@@ -97,6 +103,7 @@ class CtlLink:
         self.agent_id = resp.agent_id
         self._snapshot(resp.snapshot)
         self.agent.add_handler(self._on_core_event)
+        self.agent.port_hooks.append(self._on_port_change)
         self._thread = threading.Thread(target=self._run, name="ctl-link", daemon=True)
         self._thread.start()
 
@@ -105,6 +112,8 @@ class CtlLink:
             return
         self._closed.set()
         self.agent.remove_handler(self._on_core_event)
+        if self._on_port_change in self.agent.port_hooks:
+            self.agent.port_hooks.remove(self._on_port_change)
         self._out.put(None)
         self._channel.close()
         if self._thread is not None:
@@ -143,6 +152,8 @@ class CtlLink:
             self._ev_state(msg.ev_state)
         elif kind == "ep":
             self._endpoint_op(msg.ep)
+        elif kind == "port_admin":
+            self._port_admin(msg.port_admin)
 
     def _snapshot(self, snap: pb.ProfileSnapshot) -> None:
         for prof in snap.ev_profiles:
@@ -200,19 +211,47 @@ class CtlLink:
         self.counters["ev_updates"] += 1
 
     def _endpoint_op(self, cmd: pb.EpCommand) -> None:
+        """Send the endpoint operation the controller asked for (EpBatchSendWait), from the
+        port that owns the request's source GID."""
         core: Any = self.agent.core
         req = cmd.request
         dst = ipaddress.IPv6Address(req.dgid).packed
+        port = self.agent.config.gid_port(ipaddress.IPv6Address(req.sgid).packed)
+        if port is None:
+            raise ValueError(f"endpoint request {req.req_id}: {req.sgid} is not a port of "
+                             f"{self.agent.config.name}")
         now = self.agent.now()
         if cmd.op_type == pb.EP_OP_EV_PROBE:
-            port = max(0, int(req.req_ev.port) - 1)
             rid = self.agent.call(core.send_ev_probe, dst, port, int(req.req_ev.value), now)
         elif cmd.op_type == pb.EP_OP_PORT_STATUS_UPDATE:
-            rid = self.agent.call(core.send_port_status_update, dst, now)
+            # port_status: bit p-1 = port p usable, as the core's (and the wire's) mask
+            rid = self.agent.call(core.send_port_status_update, dst, now, int(req.port_status))
         else:
             return
-        self._ep[int(rid)] = int(cmd.corr_id)
+        self._ep[int(rid)] = (int(cmd.corr_id), int(req.req_id))
         self.counters["ep"] += 1
+
+    def _port_admin(self, cmd: pb.PortAdminCommand) -> None:
+        """ModifyPort: disable or enable one NIC port (1-based) of this host."""
+        port = int(cmd.port) - 1
+        if not 0 <= port < len(self.agent.config.ports):
+            raise ValueError(f"port_admin: {self.agent.config.name} has no port {cmd.port}")
+        if cmd.admin_state not in (pb.PORT_ADMIN_ENABLED, pb.PORT_ADMIN_DISABLED):
+            raise ValueError(f"port_admin: bad admin state {cmd.admin_state}")
+        enabled = cmd.admin_state == pb.PORT_ADMIN_ENABLED
+        before = self.agent.port_up[port]
+        self.agent.call(self.agent.set_port_admin, port, enabled)
+        self.counters["port_admin"] += 1
+        if self.agent.port_up[port] != before:
+            self._report_port(port, self.agent.port_up[port])
+
+    def _on_port_change(self, port: int, carrier: bool) -> None:
+        """Loop thread: a carrier change; the port's usability also needs its admin state."""
+        self._report_port(port, carrier and self.agent.port_admin[port])
+
+    def _report_port(self, port: int, up: bool) -> None:
+        self.counters["port_oper"] += 1
+        self._out.put(pb.AgentMessage(port_oper=pb.PortOperReport(port=port + 1, up=up)))
 
     # -- agent -> controller (loop thread: never block) --------------------------------------
     def _on_core_event(self, ev: object, now: float) -> None:
@@ -227,11 +266,15 @@ class CtlLink:
                 profile_id=ev.profile_id, ev=pb.Ev(value=ev.ev, port=ev.port + 1),
                 state=state, qpn=ev.qpn)))
         elif isinstance(ev, EndpointResponse):
-            corr = self._ep.pop(ev.req_id, None)
-            if corr is None:
+            entry = self._ep.pop(ev.req_id, None)
+            if entry is None:
                 return
+            corr, req_id = entry
             self._out.put(pb.AgentMessage(ep_result=pb.EpResult(corr_id=corr, response=pb.EpResponse(
-                port=ev.port + 1, rtt_ns=max(0, int(ev.rtt * 1e9)), adj_svc_time=True))))
+                req_id=req_id, port=ev.port + 1, rtt_ns=max(0, int(ev.rtt * 1e9)),
+                adj_svc_time=True))))
+        elif isinstance(ev, EndpointTimeout):
+            self._ep.pop(ev.req_id, None)  # the controller's batch reports it unanswered
 
 
 def start_from_config_file(agent: Agent, path: str | Path) -> CtlLink | None:

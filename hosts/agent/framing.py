@@ -36,6 +36,14 @@ if tuple(f.name for f in fields(RxMeta)) != (
     raise ImportError("RxMeta fields changed: update Framer.decode")
 
 
+def _udp_dport(data: memoryview) -> int | None:
+    """The UDP destination port of an Ethernet/IPv6/UDP frame (no extension headers), or
+    None when the frame is not one (only read for frames the codec refused)."""
+    if len(data) < 58 or data[12:14] != b"\x86\xdd" or data[20] != 17:
+        return None
+    return int.from_bytes(data[56:58], "big")
+
+
 @dataclass(slots=True)
 class RxCounters:
     malformed: int = 0  # WireError from the codec (includes a bad ICRC)
@@ -97,7 +105,10 @@ class Framer:
         try:
             frame, pkt = decode_frame(data)
         except WireError:
-            self.rx.malformed += 1
+            if _udp_dport(data) not in (None, ROCEV2_UDP_PORT):
+                self.rx.not_mrc += 1  # well-formed UDP, just not RoCEv2 (the codec refuses it)
+            else:
+                self.rx.malformed += 1
             return None
         if frame.udp_dport != ROCEV2_UDP_PORT:
             self.rx.not_mrc += 1

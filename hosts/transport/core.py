@@ -13,8 +13,10 @@ from collections import deque
 from dataclasses import dataclass
 
 from common.classes import TrafficClass
+from hosts.transport.counters import add_counts
 from hosts.transport.lognames import RX_ERROR
 from hosts.transport.memory import MemoryRegion, MemoryTable
+from hosts.transport.mpr import MprPolicy, MprUse, SharedBitmap
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
 from hosts.transport.qp import Qp
@@ -54,6 +56,7 @@ class _EpRequest:
     deadline: float
     retries_left: int
     owner: tuple[Qp, int] | None  # (QP, EV index) for EV probes of ASSUMED_BAD EVs
+    mask: int | None = None  # a port status update's mask when not this host's own
 
 
 class HostCore:
@@ -68,6 +71,7 @@ class HostCore:
         self.memory = MemoryTable()
         self.events: deque[Event] = deque()
         self.stats: dict[str, int] = {}
+        self._retired: dict[str, int] = {}  # event counters of destroyed QPs (host totals)
         self._qps: dict[int, Qp] = {}
         self._ready: dict[Qp, None] = {}
         self._ev_profiles: dict[int, EvProfile] = {}
@@ -76,9 +80,16 @@ class HostCore:
         self._ep: dict[int, _EpRequest] = {}
         self._rng = random.Random(config.seed)
         self._next_qpn = _FIRST_QPN
+        self.mpr_policy: MprPolicy | None = (
+            SharedBitmap(config.mpr_budget) if config.mpr_budget > 0 else None)
+        self._next_mpr = 0.0
+        self._mpr_rx: dict[int, int] = {}  # QPN -> rx_data at the last MPR evaluation
+        self._mpr_qps: set[int] = set()  # QPs with a Dynamic-MPR responder
         self._next_req = self._rng.randrange(1 << 20)
         self._mask = self._compute_mask()
         self._nports = len(config.ports)
+        self._path_version = 0  # bumped when any QP's EV enters or leaves ASSUMED_BAD
+        self._bad_paths: tuple[int, frozenset[tuple[bytes, int]]] = (0, frozenset())
 
     def _count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
@@ -94,6 +105,31 @@ class HostCore:
     def port_status_mask(self) -> int:
         """Bit p set when local port p is up."""
         return self._mask
+
+    @property
+    def path_version(self) -> int:
+        return self._path_version
+
+    def paths_changed(self) -> None:
+        self._path_version += 1
+
+    def bad_paths(self) -> frozenset[tuple[bytes, int]]:
+        """(peer address, EV) pairs some QP of this host holds ASSUMED_BAD (recomputed only
+        after a change): control packets of every QP towards that address avoid them."""
+        version, bad = self._bad_paths
+        if version != self._path_version:
+            found = set()
+            for qp in self._qps.values():
+                mgr = qp.ev
+                if mgr is None or not mgr.has_bad():
+                    continue
+                gids = qp.dest_gids
+                for i, state in enumerate(mgr.states):
+                    if state == EvState.ASSUMED_BAD and mgr.ports[i] < len(gids):
+                        found.add((gids[mgr.ports[i]], mgr.evs[i]))
+            bad = frozenset(found)
+            self._bad_paths = (self._path_version, bad)
+        return bad
 
     # -- resources ------------------------------------------------------------------------
     def register_mr(self, buf: bytearray | memoryview, access: int) -> MemoryRegion:
@@ -176,6 +212,10 @@ class HostCore:
         evp = self._ev_profiles.get(attr.ev_profile_id) if mask & QpAttrMask.EV_PROFILE else None
         ccp = self._cc_profiles.get(attr.cc_profile_id) if mask & QpAttrMask.CC_PROFILE else None
         qp.modify(attr, mask, now, evp, ccp)
+        if qp.resp is not None and qp.resp.dyn_mpr:
+            self._mpr_qps.add(qpn)
+        else:
+            self._mpr_qps.discard(qpn)
         if qp.has_output():
             self.mark_ready(qp)
 
@@ -200,16 +240,32 @@ class HostCore:
         )
 
     def qp_stats(self, qpn: int) -> dict[str, int]:
-        """Counters of one QP (tx_data, tx_rtx, rx_sack, loss_fast, timeouts, ...)."""
-        qp = self._qp(qpn)
+        """Counters of one QP (tx_data, tx_rtx, rtx_<trigger>, rx_nack_<reason>, timeouts,
+        ev_state_<reason>, ...; docs/transport.md, "Counters")."""
+        return self._qp_counters(self._qp(qpn))
+
+    @staticmethod
+    def _qp_counters(qp: Qp) -> dict[str, int]:
         out = dict(qp.stats)
         if qp.ev is not None:
             out["ev_refused"] = qp.ev.refused
             out["ev_fallbacks"] = qp.ev.fallbacks
         if qp.req is not None:
             qp.req.recovery.add_stats(out)
+            qp.req.add_stats(out)
         if qp.resp is not None:
-            out["rx_data"] = qp.resp.n_rx_data
+            qp.resp.add_stats(out)
+        return out
+
+    def host_stats(self) -> dict[str, int]:
+        """The host's counters: its own (endpoint operations, drops before any QP) plus the
+        event counters of every QP, destroyed ones included (levels such as bytes in flight
+        are per QP only)."""
+        out = dict(self._retired)
+        for qp in self._qps.values():
+            add_counts(out, self._qp_counters(qp))
+        for key, value in self.stats.items():
+            out[key] = out.get(key, 0) + value
         return out
 
     def qp_rtt(self, qpn: int) -> float | None:
@@ -233,12 +289,36 @@ class HostCore:
         """The QP's congestion-control state (``CongestionControl.get_log_data``)."""
         return dict(self._qp(qpn).cc.get_log_data())
 
-    def set_dynamic_mpr(self, qpn: int, mpr_units: int) -> None:
-        """Responder side: advertise a new MPR (units of 128 PSNs, <= mpr_dest)."""
+    def set_dynamic_mpr(self, qpn: int, mpr_units: int, now: float = 0.0) -> bool:
+        """Responder side: advertise a new MPR (units of 128 PSNs, <= mpr_dest) in the QP's
+        following SACKs; True when the advertised value changed."""
         qp = self._qp(qpn)
         if qp.resp is None:
             raise QpError(f"QP {qpn} is not RTR/RTS")
-        qp.resp.set_dynamic_mpr(mpr_units * 128)
+        return qp.resp.set_dynamic_mpr(mpr_units * 128, now)
+
+    def _share_mpr(self, now: float) -> None:
+        """Run the Dynamic MPR policy over every Dynamic-MPR responder QP (RTR or RTS)."""
+        assert self.mpr_policy is not None
+        self._next_mpr = now + self.config.mpr_interval
+        uses: list[MprUse] = []
+        seen: dict[int, int] = {}
+        for qpn in self._mpr_qps:
+            qp = self._qps[qpn]
+            resp = qp.resp
+            if resp is None or qp.state == QpState.ERR:
+                continue
+            seen[qp.qpn] = resp.n_rx_data
+            uses.append(MprUse(qp.qpn, resp.mpr_psns, resp.adv_mpr, resp.span_peak,
+                               resp.n_rx_data - self._mpr_rx.get(qp.qpn, 0)))
+            resp.span_peak = resp.highest - resp.cack
+        self._mpr_rx = seen
+        if not uses:
+            return
+        for qpn, psns in self.mpr_policy.allocate(uses).items():
+            qp = self._qps[qpn]
+            if qp.resp is not None:
+                qp.resp.set_dynamic_mpr(psns, now)
 
     def set_backpressure(self, qpn: int, penalty: int, restore: bool = False) -> None:
         """Responder host backpressure: CC_STATE rcv_cwnd_pen (0..127) and restore flag of the
@@ -258,7 +338,10 @@ class HostCore:
 
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
+        add_counts(self._retired, self._qp_counters(qp))
         del self._qps[qpn]
+        self._path_version += 1
+        self._mpr_qps.discard(qpn)
         self._ready.pop(qp, None)
         for rid in [r for r, e in self._ep.items() if e.owner and e.owner[0] is qp]:
             del self._ep[rid]
@@ -360,6 +443,8 @@ class HostCore:
         for req in self._ep.values():
             if t is None or req.deadline < t:
                 t = req.deadline
+        if self.mpr_policy is not None and self._mpr_qps and (t is None or self._next_mpr < t):
+            t = self._next_mpr
         return t
 
     def handle_timer(self, now: float) -> None:
@@ -367,6 +452,8 @@ class HostCore:
             t = qp.next_timer()
             if t is not None and t <= now:
                 qp.handle_timer(now)
+        if self.mpr_policy is not None and now >= self._next_mpr:
+            self._share_mpr(now)
         expired = [rid for rid, r in self._ep.items() if r.deadline <= now]
         for rid in expired:
             self._ep_expired(rid, now)
@@ -413,11 +500,14 @@ class HostCore:
         back as an EndpointResponse (or EndpointTimeout) event."""
         return self._ep_send(EndpointOp.EV_PROBE, dst_gid, port, ev, now, None)
 
-    def send_port_status_update(self, dst_gid: bytes, now: float) -> int:
-        """Announce this host's port_status_mask to one peer address (via the first up port);
+    def send_port_status_update(self, dst_gid: bytes, now: float, mask: int | None = None) -> int:
+        """Announce a port_status_mask to one peer address (via the first up port): this
+        host's own, or ``mask`` (bit p = local port p usable) when the controller gives one;
         returns the request id."""
         port = next((i for i, p in enumerate(self.config.ports) if p.up), 0)
-        return self._ep_send(EndpointOp.PORT_STATUS_UPDATE, dst_gid, port, 0, now, None)
+        if mask is not None and not 0 <= mask <= 0xFFFFFFFF:
+            raise ValueError("port_status_mask is 32 bits")
+        return self._ep_send(EndpointOp.PORT_STATUS_UPDATE, dst_gid, port, 0, now, None, mask)
 
     def ev_probe_for_qp(self, qp: Qp, idx: int, dst_gid: bytes, port: int, now: float) -> None:
         assert qp.ev is not None
@@ -434,23 +524,29 @@ class HostCore:
         ev: int,
         now: float,
         owner: tuple[Qp, int] | None,
+        mask: int | None = None,
     ) -> int:
         rid = self._next_req
         self._next_req = (rid + 1) & PSN_MASK
-        retries = self.config.endpoint_retries if op == EndpointOp.PORT_STATUS_UPDATE else 0
+        psu = op == EndpointOp.PORT_STATUS_UPDATE
+        retries = self.config.endpoint_retries if psu else 0
         self._ep[rid] = _EpRequest(
-            op, bytes(dst_gid), port, ev, now, now + self.config.endpoint_timeout, retries, owner
+            op, bytes(dst_gid), port, ev, now, now + self.config.endpoint_timeout, retries, owner,
+            mask,
         )
-        self._ctrl.append(self._ep_packet(rid, op, dst_gid, port, ev, now))
+        self._ctrl.append(self._ep_packet(rid, op, dst_gid, port, ev, now, mask))
         self._count("tx_ep_request")
+        self._count("tx_psu" if psu else "tx_ev_probe")
         return rid
 
     def _ep_packet(
-        self, rid: int, op: int, dst_gid: bytes, port: int, ev: int, now: float
+        self, rid: int, op: int, dst_gid: bytes, port: int, ev: int, now: float,
+        mask: int | None = None,
     ) -> TxPacket:
         pkt = MrcPacket(
             Bth(opcode=Opcode.EP_REQUEST, dest_qp=ENDPOINT_QP, psn=rid),
-            erth=Erth(op=op, port_status_mask=self._mask, tx_timestamp=ts16(now)),
+            erth=Erth(op=op, port_status_mask=self._mask if mask is None else mask,
+                      tx_timestamp=ts16(now)),
         )
         return TxPacket(pkt, port, bytes(dst_gid), ev, TrafficClass.CONTROL, False)
 
@@ -461,7 +557,7 @@ class HostCore:
         if r.retries_left > 0:
             r.retries_left -= 1
             r.deadline = now + self.config.endpoint_timeout
-            self._ctrl.append(self._ep_packet(rid, r.op, r.dst_gid, r.port, r.ev, now))
+            self._ctrl.append(self._ep_packet(rid, r.op, r.dst_gid, r.port, r.ev, now, r.mask))
             self._count("tx_ep_retry")
             return
         del self._ep[rid]
@@ -480,8 +576,11 @@ class HostCore:
             e = pkt.erth
             self._count("rx_ep_request")
             if e.op == EndpointOp.PORT_STATUS_UPDATE:
+                self._count("rx_psu")
                 self._peer_port_status(meta.src_gid, e.port_status_mask, now)
-            elif e.op != EndpointOp.EV_PROBE:
+            elif e.op == EndpointOp.EV_PROBE:
+                self._count("rx_ev_probe")
+            else:
                 self._count("rx_ep_bad_op")
                 return
             resp = MrcPacket(
@@ -503,6 +602,8 @@ class HostCore:
                 return
             self._count("rx_ep_response")
             x = pkt.eeth
+            self._count("rx_psu_response" if r.op == EndpointOp.PORT_STATUS_UPDATE
+                        else "rx_ev_probe_response")
             svc = x.service_time / TS_PER_SECOND
             rtt = max(0.0, min(now - r.sent, ts_elapsed(now, x.tx_timestamp)) - svc)
             self.events.append(
@@ -517,10 +618,26 @@ class HostCore:
                     x.port_status_mask,
                 )
             )
-            if r.owner is not None and r.owner[0].qpn in self._qps:
-                r.owner[0].ev_probe_answered(r.owner[1], now)
+            if r.op == EndpointOp.EV_PROBE:
+                self._ev_probe_answered(r, now)
         else:
             self._count("rx_ep_malformed")
+
+    def _ev_probe_answered(self, r: _EpRequest, now: float) -> None:
+        """An EV probe came back: its EV reached the peer, so it is GOOD again in every QP
+        that sends to that peer address over it (endpoint operations are GID-scoped), the
+        probing QP's included. Probes the controller asked for revive EVs as well."""
+        reason = "ev_probe_ok" if r.owner is not None else "ctl_ev_probe_ok"
+        revived = 0
+        for qp in self._qps.values():
+            mgr = qp.ev
+            if mgr is None or r.port >= len(qp.dest_gids) or qp.dest_gids[r.port] != r.dst_gid:
+                continue
+            idx = mgr.index.get(r.ev)
+            if idx is not None and mgr.ports[idx] == r.port:
+                revived += qp.ev_probe_answered(idx, now, reason)
+        if revived:
+            self._count("ev_probe_revived", revived)
 
     def _peer_port_status(self, src_gid: bytes, mask: int, now: float) -> None:
         src = bytes(src_gid)
@@ -532,4 +649,5 @@ class HostCore:
         for qp in self._qps.values():
             if src in qp.dest_gids:
                 nplanes = len(qp.dest_gids)
+                qp.count("peer_psu")
                 qp.planes_changed(None, mask & ((1 << nplanes) - 1), now)

@@ -86,6 +86,10 @@ class EvManager:
     def usable(self) -> list[int]:
         return list(self._usable)
 
+    def is_usable(self, i: int) -> bool:
+        """EV ``i`` is GOOD, active and on a usable plane (in the rotation)."""
+        return i in self._usable_set
+
     def has_bad(self) -> bool:
         return self.n_bad > 0
 
@@ -99,11 +103,18 @@ class EvManager:
 
     # -- choice ---------------------------------------------------------------------------
     def pick(self, avoid: int = -1) -> int:
-        """Index of the EV for the next packet, or -1 when no plane is usable at all."""
+        """Index of the EV for the next packet, or -1 when no plane is usable at all. A
+        retransmission (``avoid``: the EV of the copy it replaces) takes another EV even when
+        that one is the only usable EV left: a SKIP, spare or ASSUMED_BAD one (the fallback
+        order) may reach the peer where it did not."""
         idx, wrapped = self._policy.pick(avoid)
         if wrapped and self._skipped:
             self._end_round()
         if idx >= 0:
+            if idx == avoid >= 0:
+                other = self._fallback(avoid)
+                if other >= 0:
+                    return other
             return idx
         return self._fallback(avoid)
 

@@ -15,6 +15,7 @@ PACKETS_LOST = "recovery:packets_lost"
 RX_ERROR = "transport:rx_error"
 PACKET_SENT = "transport:packet_sent"
 METRICS_UPDATED = "recovery:metrics_updated"
+MPR_UPDATED = "transport:mpr_updated"
 
 # host agent (hosts/agent)
 EV_STATE_CHANGED = "mrc:ev_state_changed"

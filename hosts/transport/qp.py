@@ -19,6 +19,7 @@ from hosts.transport.cc import (
     congestion_control_factory,
     registered_algorithms,
 )
+from hosts.transport.counters import EV_STATE_PREFIX
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import QP_STATE
 from hosts.transport.memory import MemoryTable
@@ -136,7 +137,7 @@ class Qp:
         self.mtu = self.cfg.mtu
         self._route_cache: dict[int, list[tuple[int, bytes, int]]] = {}
         self._route_turn: dict[int, int] = {}
-        self._route_version = -1
+        self._route_version: tuple[int, int] = (-1, -1)
         self.next_ev_probe = 0.0
         self.ev_probe_at: dict[int, float] = {}  # per ASSUMED_BAD EV: next probe time
         self.ev_probe_wait: dict[int, float] = {}  # per ASSUMED_BAD EV: current interval
@@ -173,12 +174,16 @@ class Qp:
         control EVs) instead of sticking to one: a responder gets no feedback on the paths of
         its SACKs, so a single cached EV whose path died would silence the QP until the
         control plane repairs routing. Spraying keeps most SACKs flowing around a failure.
+        EVs that another QP of this host found ASSUMED_BAD towards the same peer address are
+        left out (the same EV to the same address takes the same path; path health is
+        GID-scoped), unless that would leave none.
         """
         ev = self.ev
         assert ev is not None
-        if ev.version != self._route_version:
+        version = (ev.version, self.host.path_version)
+        if version != self._route_version:
             self._route_cache.clear()
-            self._route_version = ev.version
+            self._route_version = version
         routes = self._route_cache.get(port)
         if routes is None:
             routes = self._ctrl_routes(port)
@@ -202,7 +207,10 @@ class Qp:
         if ev.plane_ok(port):
             good = ev.good_on_port(port)
             if good:
-                return [(port, self.dest_gids[port], ev.evs[i]) for i in good]
+                gid = self.dest_gids[port]
+                bad = self.host.bad_paths()
+                known = [i for i in good if (gid, ev.evs[i]) not in bad] if bad else good
+                return [(port, gid, ev.evs[i]) for i in (known or good)]
         idx = ev.pick_on_port(port) if ev.plane_ok(port) else -1
         if idx < 0:
             idx = ev.pick()
@@ -221,6 +229,11 @@ class Qp:
     def _on_ev_change(self, idx: int, old: EvState, new: EvState, reason: str) -> None:
         ev = self.ev
         assert ev is not None and self.ev_profile is not None
+        self.count(EV_STATE_PREFIX + reason)
+        if EvState.ASSUMED_BAD in (old, new):
+            self.host.paths_changed()
+            if new == EvState.ASSUMED_BAD:
+                self.next_ev_probe = 0.0  # its first EV probe goes at the next timer
         self.emit(
             EvStateChanged(
                 self.qpn, self.ev_profile.profile_id, ev.evs[idx], ev.ports[idx], old, new, reason
@@ -241,6 +254,7 @@ class Qp:
         if new in (QpState.RESET, QpState.ERR) and (mask & M.STATE):
             if new == QpState.RESET:
                 self._reset()
+                self.host.paths_changed()
             elif cur != QpState.ERR:
                 self.fail(now, WcStatus.WR_FLUSH_ERR, "moved to ERR by modify_qp")
             return
@@ -577,13 +591,18 @@ class Qp:
                 nxt = at
         self.next_ev_probe = nxt if nxt != float("inf") else now + base
 
-    def ev_probe_answered(self, idx: int, now: float) -> None:
+    def ev_probe_answered(self, idx: int, now: float, reason: str = "ev_probe_ok") -> bool:
+        """An EV probe on EV ``idx`` towards our peer came back: the EV is GOOD again (with
+        ``reason``: ``ev_probe_ok`` for the datapath's probes, ``ctl_ev_probe_ok`` for the
+        controller's); True when it was ASSUMED_BAD."""
         self.ev_probe_at.pop(idx, None)
         self.ev_probe_wait.pop(idx, None)
         ev = self.ev
         if ev is not None and idx < len(ev.states) and ev.states[idx] == EvState.ASSUMED_BAD:
-            ev.set_state(idx, EvState.GOOD, "ev_probe_ok")
+            ev.set_state(idx, EvState.GOOD, reason)
             self.host.mark_ready(self)
+            return True
+        return False
 
     def planes_changed(self, local_mask: int | None, remote_mask: int | None, now: float) -> None:
         """A local port or a peer plane changed: EVs follow at once, and packets in flight on
@@ -621,3 +640,10 @@ class QpHost(Protocol):
     def mark_ready(self, qp: Qp) -> None: ...
 
     def ev_probe_for_qp(self, qp: Qp, idx: int, dst_gid: bytes, port: int, now: float) -> None: ...
+
+    @property
+    def path_version(self) -> int: ...
+
+    def paths_changed(self) -> None: ...
+
+    def bad_paths(self) -> frozenset[tuple[bytes, int]]: ...

@@ -26,6 +26,16 @@ from collections import deque
 from typing import Protocol
 
 from hosts.transport.cc import CongestionControl
+from hosts.transport.counters import (
+    RTX_ACK_TIMEOUT,
+    RTX_COUNTERS,
+    RTX_GO_BACK,
+    RTX_NACK,
+    RTX_PER_PACKET_TIMER,
+    RTX_PLANE_DOWN,
+    RTX_PROBE,
+    RTX_SACK_GAP,
+)
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
 from hosts.transport.loss import LossDetector, ReorderThreshold
@@ -46,8 +56,18 @@ from hosts.wire import Bth, MrcPacket, Peth
 FLAG_INFLIGHT = 1  # the PSN's bytes are counted in bytes_in_flight
 FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
 
-K_REPEATED_LOSS = 3  # inferred losses in a row on one EV, none delivered: the EV is assumed bad
+# Inferred losses in a row on one EV with none of its packets delivered make it ASSUMED_BAD:
+# three found by the reordering threshold, or two that waited at least a round trip (found by
+# time, a probe or the per-packet timer: the packet vanished while later ones arrived), each
+# of those weighing one and a half.
+K_REPEATED_LOSS = 6
+K_LOSS_WEIGHT_FAST = 2
+K_LOSS_WEIGHT_SLOW = 3
 K_REO_MULT_MAX = 16.0  # cap of the time threshold's multiplier of srtt
+# Within one plane the time threshold is this fraction of the cross-plane one (RACK's srtt/4):
+# packets of a plane share its queues, so one sent that much later and delivered is evidence
+# enough, even with fewer packets in flight than the reordering threshold.
+K_SAME_PLANE_TIME = 0.25
 K_PROBE_SPAN = 64  # PSNs a probe's SACK bitmap covers
 
 
@@ -106,6 +126,8 @@ class Recovery:
         self.r_ev = [-1] * size
         self.r_cnt = [0] * size
         self.r_flags = [0] * size
+        self.r_why = [0] * size  # RTX_* code: why the PSN was last put in the retransmit set
+        self.rtx_by = [0] * len(RTX_COUNTERS)  # retransmissions per trigger
         self.txseq = 0  # transmissions so far (= tx_data counter)
         self.n_rtx = 0
         self.lost_pending = 0  # bytes inferred lost, not yet reported to the controller
@@ -130,6 +152,8 @@ class Recovery:
         # reo_mult x srtt later was delivered (catches a silently dead plane)
         self.gorder: deque[tuple[float, int, int]] = deque()  # (time, psn, global seq)
         self.max_acked_t = float("-inf")
+        self.max_acked_tp = [float("-inf")] * nplanes  # the same, per plane
+        self.fresh_ev = -1  # EV of the latest-sent packet known delivered (a working path)
         self.reo_mult = 1.0
         # per EV: inferred losses since the last delivery of a packet sent on it
         self.ev_loss: list[int] = [0] * len(ev.ports)
@@ -139,8 +163,12 @@ class Recovery:
         self.last_feedback = now
         self.probe_pending = False
         self.probe_id = 0
-        self.probe_time = 0.0
+        self.probe_time = 0.0  # send time of the probe whose answer is still to be read
+        self.last_probe = float("-inf")  # send time of the last probe
         self.timeout_s = float("inf")
+        self.last_interval = 0.0  # the ACK-timeout interval that expired last (s)
+        self.max_interval = 0.0
+        self.backoff_cap = max(1, cfg.ack_backoff_cap)
         self.linear_cnt = 0
         self.exp_cnt = 0
         self.probe_after = float("inf")
@@ -175,6 +203,7 @@ class Recovery:
         if rtx:
             self.r_cnt[slot] += 1
             self.n_rtx += 1
+            self.rtx_by[self.r_why[slot]] += 1
             size = self.r_size[slot]
             flags = self.r_flags[slot]
             if not flags & FLAG_INFLIGHT:
@@ -234,6 +263,8 @@ class Recovery:
                         self.detectors[plane].on_acked(self.r_pseq[slot])
                         if self.r_time[slot] > self.max_acked_t:
                             self.max_acked_t = self.r_time[slot]
+                        if self.r_time[slot] > self.max_acked_tp[plane]:
+                            self.max_acked_tp[plane] = self.r_time[slot]
         elif duplicate:
             # a SACK that answers a duplicate arrival and tells nothing new: a retransmission
             # was not needed
@@ -271,6 +302,8 @@ class Recovery:
         maxs = self._maxs
         r_time = self.r_time
         max_t = float("-inf")
+        max_tp = self.max_acked_tp
+        fresh = -1
         ev_loss = self.ev_loss
         if len(ev_loss) != len(ports):
             ev_loss.extend([0] * (len(ports) - len(ev_loss)))
@@ -297,12 +330,16 @@ class Recovery:
                 t = r_time[slot]
                 if t > max_t:
                     max_t = t
+                    fresh = e
+                if t > max_tp[plane]:
+                    max_tp[plane] = t
                 ev_loss[e] = 0
                 if delivered is not None:
                     delivered.append(e)
         self.inflight = inflight
         if max_t > self.max_acked_t:
             self.max_acked_t = max_t
+            self.fresh_ev = fresh
         for plane, m in enumerate(maxs):
             if m >= 0:
                 self.detectors[plane].on_acked(m)
@@ -330,7 +367,8 @@ class Recovery:
         slot = psn & self.mask
         if trimmed:
             self.r_flags[slot] |= FLAG_TRIMMED
-        self.mark_lost(psn)
+        if self.mark_lost(psn, RTX_NACK):
+            self.qp.count("loss_nack")
         return self.r_size[slot]
 
     def transmissions(self, psn: int) -> int:
@@ -343,9 +381,10 @@ class Recovery:
         return tries >= self.linear_cnt + self.exp_cnt + 1
 
     # -- loss ------------------------------------------------------------------------------
-    def mark_lost(self, psn: int) -> bool:
-        """Put an unacknowledged PSN in the retransmit set; False if it is not outstanding,
-        acknowledged or already lost."""
+    def mark_lost(self, psn: int, why: int) -> bool:
+        """Put an unacknowledged PSN in the retransmit set (``why``: the RTX_* trigger its
+        retransmission is counted under); False if it is not outstanding, acknowledged or
+        already lost."""
         rel = psn - self.una
         if rel < 0 or psn >= self.next_psn:
             return False
@@ -354,6 +393,7 @@ class Recovery:
             return False
         self.lost |= bit
         slot = psn & self.mask
+        self.r_why[slot] = why
         f = self.r_flags[slot]
         if f & FLAG_INFLIGHT:
             self.inflight -= self.r_size[slot]
@@ -368,23 +408,33 @@ class Recovery:
         una = self.una
         mask = self.mask
         r_seq = self.r_seq
-        found = 0
-        for order, det in zip(self.orders, self.detectors):
+        srtt = self.rtt.srtt
+        window = -1.0 if srtt is None else srtt * self.reo_mult * K_SAME_PLANE_TIME
+        found = timed = 0
+        for plane, (order, det) in enumerate(zip(self.orders, self.detectors)):
+            limit_p = self.max_acked_tp[plane] - window if window >= 0 else float("-inf")
             while order:
-                ps, psn, _t, seq = order[0]
+                ps, psn, t, seq = order[0]
                 if psn < una or r_seq[psn & mask] != seq or (self.sacked >> (psn - una)) & 1:
                     order.popleft()
                     continue
                 if det.is_lost(ps):
                     order.popleft()
-                    if self._inferred_loss(psn, now):
+                    if self._inferred_loss(psn, now, RTX_SACK_GAP, K_LOSS_WEIGHT_FAST):
                         found += 1
+                    continue
+                if t <= limit_p:  # by time, within the plane
+                    order.popleft()
+                    if self._inferred_loss(psn, now, RTX_SACK_GAP):
+                        timed += 1
                     continue
                 break
         if found:
             self.qp.count("loss_fast", found)
             self._log_lost("fast", found, now)
-        srtt = self.rtt.srtt
+        if timed:
+            self.qp.count("loss_time", timed)
+            self._log_lost("time", timed, now)
         if srtt is None:
             return
         limit = self.max_acked_t - srtt * self.reo_mult
@@ -397,7 +447,7 @@ class Recovery:
                 continue
             if t <= limit:
                 gorder.popleft()
-                if self._inferred_loss(psn, now):
+                if self._inferred_loss(psn, now, RTX_SACK_GAP):
                     found += 1
                 continue
             break
@@ -405,10 +455,12 @@ class Recovery:
             self.qp.count("loss_time", found)
             self._log_lost("time", found, now)
 
-    def _inferred_loss(self, psn: int, now: float) -> bool:
-        """Mark a PSN lost that vanished (no NACK); an EV that loses K_REPEATED_LOSS packets in
-        a row with none delivered in between is assumed bad (a silently dead path or plane)."""
-        if not self.mark_lost(psn):
+    def _inferred_loss(self, psn: int, now: float, why: int,
+                       weight: int = K_LOSS_WEIGHT_SLOW) -> bool:
+        """Mark a PSN lost that vanished (no NACK); an EV whose losses in a row, with none of
+        its packets delivered in between, weigh K_REPEATED_LOSS is assumed bad (a silently
+        dead path or plane)."""
+        if not self.mark_lost(psn, why):
             return False
         slot = psn & self.mask
         self.lost_pending += self.r_size[slot]
@@ -419,7 +471,7 @@ class Recovery:
         if idx >= 0:
             self.ev.signal(idx, PathSignal.LOSS, now)
         if 0 <= idx < len(ev_loss):
-            ev_loss[idx] += 1
+            ev_loss[idx] += weight
             if ev_loss[idx] >= K_REPEATED_LOSS:
                 ev_loss[idx] = 0
                 self.ev.set_state(idx, EvState.ASSUMED_BAD, "repeated_loss")
@@ -447,20 +499,31 @@ class Recovery:
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, now):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, now, RTX_PROBE):
                 found += 1
         self.probe_time = 0.0
         if found:
             self.qp.count("loss_probe", found)
             self._log_lost("probe", found, now)
 
+    def proven_ev(self, avoid: int) -> int:
+        """The usable EV that most recently delivered a packet (not ``avoid``), or -1: where a
+        PSN lost more than once, or a probe after an unanswered one, goes. Right after a path
+        dies the rotation still holds its EVs (they need losses in a row to be assumed bad);
+        an EV that just delivered is the best bet."""
+        e = self.fresh_ev
+        if e >= 0 and e != avoid and self.ev.is_usable(e):
+            return e
+        return -1
+
     def go_back(self) -> None:
         """RC: everything outstanding is retransmitted (go-back-N)."""
         if self.next_psn - self.una <= 0:
             return
-        for psn in range(self.una, self.next_psn):
-            self.mark_lost(psn)
+        found = sum(self.mark_lost(psn, RTX_GO_BACK) for psn in range(self.una, self.next_psn))
         self.qp.count("rc_go_back")
+        if found:
+            self.qp.count("loss_go_back", found)
         self.qp.mark_ready()
 
     def on_planes_lost(self, ports: set[int], now: float) -> None:
@@ -469,7 +532,7 @@ class Recovery:
         found = 0
         for psn in range(self.una, self.next_psn):
             idx = self.r_ev[psn & self.mask]
-            if idx >= 0 and ports_of[idx] in ports and self.mark_lost(psn):
+            if idx >= 0 and ports_of[idx] in ports and self.mark_lost(psn, RTX_PLANE_DOWN):
                 found += 1
         if found:
             self.qp.count("loss_plane_down", found)
@@ -481,19 +544,34 @@ class Recovery:
         self.una = self.next_psn
 
     # -- timers ----------------------------------------------------------------------------
+    def _backoff(self) -> int:
+        """Multiplier of the ACK timeout now: 1 for the first linear_cnt expiries, then
+        doubling per expiry, capped at ``HostConfig.ack_backoff_cap``."""
+        k = self.retries - self.linear_cnt
+        if k <= 0:
+            return 1
+        return min(1 << min(k, 30), self.backoff_cap)
+
     def _interval(self) -> float:
         """The current ACK timeout: T for the first linear_cnt expiries, then doubling."""
-        k = self.retries
-        if k <= self.linear_cnt:
-            return self.timeout_s
-        return self.timeout_s * (1 << min(k - self.linear_cnt, 30))
+        return self.timeout_s * self._backoff()
+
+    def _probe_due(self) -> float:
+        """When the next reliability probe goes out: ``probe_after`` without cumulative
+        progress (and at least that long after the previous probe), or, while one is
+        unanswered, ``probe_after`` times the ACK timeout's backoff after it (a probe lost on a
+        dead path must not end probing). SACKs of later PSNs do not hold a probe back: the
+        oldest unacknowledged PSN is what the ACK timeout would fire for."""
+        if self.probe_pending:
+            return self.last_probe + self.probe_after * self._backoff()
+        return max(self.last_progress, self.last_probe) + self.probe_after
 
     def next_timer(self) -> float | None:
         if self.una >= self.next_psn:
             return None
         t = self.last_progress + self._interval()
-        if not self.probe_pending and not self.rc:
-            tp = self.last_feedback + self.probe_after
+        if not self.rc:
+            tp = self._probe_due()
             if tp < t:
                 t = tp
         if self.per_packet is not None:
@@ -511,18 +589,20 @@ class Recovery:
             self._per_packet_expired(now)
         if now >= self.last_progress + self._interval() and not self._ack_timeout(now):
             return  # retries exhausted: the QP is in ERR
-        if (
-            not self.rc
-            and not self.probe_pending
-            and now >= self.last_feedback + self.probe_after
-            and self.una < self.next_psn
-        ):
-            self._send_probe(now)
+        if not self.rc and now >= self._probe_due() and self.una < self.next_psn:
+            expired = self.probe_pending
+            if expired:
+                self.qp.count("probe_expired")  # unanswered: the next one takes another EV
+            self._send_probe(now, expired)
 
     def _ack_timeout(self, now: float) -> bool:
         """One ACK timeout expiry; False when it exhausted the retries (QP failed)."""
         qp = self.qp
+        interval = self._interval()
         self.retries += 1
+        self.last_interval = interval
+        if interval > self.max_interval:
+            self.max_interval = interval
         qp.count("timeouts")
         if self.exp_cnt < EXP_CNT_INFINITE and self.retries > self.linear_cnt + self.exp_cnt:
             qp.fail(
@@ -531,7 +611,8 @@ class Recovery:
                 f"local ACK timeout: {self.retries - 1} retries exhausted at PSN {self.una}",
             )
             return False
-        qp.log(now, ACK_TIMEOUT, una=self.una, retries=self.retries)
+        qp.log(now, ACK_TIMEOUT, una=self.una, retries=self.retries, interval=interval,
+               next_interval=self._interval())
         # everything whose last copy is at least one timeout old is presumed lost, and the
         # EVs those copies took (unless they were trimmed) are assumed bad
         stale = now - self.timeout_s
@@ -540,12 +621,16 @@ class Recovery:
         r_ev = self.r_ev
         mask = self.mask
         bad: set[int] = set()
+        found = 0
         for psn in range(self.una, self.next_psn):
             slot = psn & mask
-            if r_time[slot] <= stale and self.mark_lost(psn):
+            if r_time[slot] <= stale and self.mark_lost(psn, RTX_ACK_TIMEOUT):
+                found += 1
                 self.lost_pending += self.r_size[slot]
                 if not r_flags[slot] & FLAG_TRIMMED and r_ev[slot] >= 0:
                     bad.add(r_ev[slot])
+        if found:
+            qp.count("loss_ack_timeout", found)
         if not self.rc:
             for idx in sorted(bad):
                 self.ev.signal(idx, PathSignal.TIMEOUT, now)
@@ -566,18 +651,20 @@ class Recovery:
                 _ps, psn, _t, seq = order.popleft()
                 if psn < una or self.r_seq[psn & self.mask] != seq:
                     continue
-                if self._inferred_loss(psn, now):
+                if self._inferred_loss(psn, now, RTX_PER_PACKET_TIMER):
                     found += 1
         if found:
             self.qp.count("loss_per_packet_timer", found)
             self._log_lost("per_packet_timer", found, now)
             self.qp.mark_ready()
 
-    def _send_probe(self, now: float) -> None:
+    def _send_probe(self, now: float, after_expired: bool = False) -> None:
         ev = self.ev
-        idx = ev.pick()
+        idx = self.proven_ev(-1) if after_expired else -1
         if idx < 0:
-            self.last_feedback = now  # no usable plane: try again one probe interval later
+            idx = ev.pick()
+        if idx < 0:
+            self.last_probe = now  # no usable plane: try again one probe interval later
             return
         self.probe_id = (self.probe_id + 1) & 0xFFFF
         port = ev.ports[idx]
@@ -590,6 +677,7 @@ class Recovery:
         )
         self.probe_pending = True
         self.probe_time = now
+        self.last_probe = now
         self.qp.count("tx_probe")
         self.qp.mark_ready()
 
@@ -599,6 +687,12 @@ class Recovery:
         out["bytes_in_flight"] = self.inflight
         out["tx_data"] = self.txseq
         out["tx_rtx"] = self.n_rtx
+        for name, n in zip(RTX_COUNTERS, self.rtx_by):
+            if n:
+                out[name] = n
+        if self.last_interval:
+            out["timeout_interval_us"] = round(self.last_interval * 1e6)
+            out["timeout_max_interval_us"] = round(self.max_interval * 1e6)
         thrs = [getattr(d, "threshold", None) for d in self.detectors]
         ints = [t for t in thrs if isinstance(t, int)]
         if ints:

@@ -14,8 +14,9 @@ from collections import deque
 from typing import Protocol
 
 from hosts.transport.cc import CongestionControl, NackFeedback, SackFeedback
+from hosts.transport.counters import nack_reason_name
 from hosts.transport.ev import EvManager
-from hosts.transport.lognames import METRICS_UPDATED, PACKET_SENT
+from hosts.transport.lognames import METRICS_UPDATED, MPR_UPDATED, PACKET_SENT
 from hosts.transport.ops import (
     OP_WRITE_FIRST,
     OP_WRITE_LAST,
@@ -178,6 +179,9 @@ class Requester:
         self.msn = 0
         self.rqmsn = 0
         self.wimm_inflight = 0
+        self.wimm_inflight_max = 0
+        self.wimm_blocked = False  # the current WriteImm waits for max_wimm (a stall)
+        self.span_peak = 0  # largest PSN span in flight since the window last changed
         self.rcvd_bytes_wire = 0
         self.use_ts = bool(hint & QpHintFlag.TSETH)
         self.dyn_mpr = bool(hint & QpHintFlag.DYNAMIC_MPR)
@@ -236,6 +240,9 @@ class Requester:
             if not w.started:
                 if w.is_imm and self.wimm_inflight >= self.max_wimm:
                     self.qp.count("tx_wimm_blocked")
+                    if not self.wimm_blocked:
+                        self.wimm_blocked = True
+                        self.qp.count("wimm_stalls")
                     break
                 size = min(mtu, w.length)
             else:
@@ -251,11 +258,16 @@ class Requester:
                 w.last_psn = psn + w.npkts - 1
                 self.outstanding.append(w)
                 if w.is_imm:
+                    self.wimm_blocked = False
                     self.wimm_inflight += 1
+                    if self.wimm_inflight > self.wimm_inflight_max:
+                        self.wimm_inflight_max = self.wimm_inflight
             self.r_wqe[slot] = w
             tx = self._build(psn, slot, now, False, idx, size)
             if psn == w.last_psn:
                 unsent.popleft()
+            if psn - rec.una >= self.span_peak:
+                self.span_peak = psn - rec.una + 1
             out.append(tx)
             n += 1
         return n
@@ -263,7 +275,13 @@ class Requester:
     def _pick(self, slot: int, rtx: bool) -> int:
         if self.rc or not rtx:
             return self.ev.pick()
-        return self.ev.pick(self.recovery.r_ev[slot])  # never the EV the lost copy used
+        rec = self.recovery
+        avoid = rec.r_ev[slot]  # never the EV the lost copy used
+        if rec.r_cnt[slot]:  # lost again: the EV that delivered last, if there is one
+            idx = rec.proven_ev(avoid)
+            if idx >= 0:
+                return idx
+        return self.ev.pick(avoid)
 
     def _build(self, psn: int, slot: int, now: float, rtx: bool, idx: int, size: int) -> TxPacket:
         """The packet of ``psn`` (``size``: payload bytes of a new PSN; a retransmission
@@ -402,9 +420,10 @@ class Requester:
         if delivered:
             ev.delivered(delivered, now)
             delivered.clear()
-        if self.dyn_mpr and s.mpr:
-            self.peer_mpr_psns = s.mpr * 128
-            self.window = min(self.mpr_psns, self.peer_mpr_psns)
+        if self.dyn_mpr and s.mpr and s.mpr * 128 != self.peer_mpr_psns:
+            self._peer_mpr(s.mpr * 128, now)
+        if s.pr:
+            qp.count("probe_answered")
         # congestion-control feedback
         delta = 0
         if not stale:
@@ -446,6 +465,28 @@ class Requester:
             data["sample_service_time"] = svc
         self.qp.log(now, METRICS_UPDATED, **data)
 
+    def _peer_mpr(self, psns: int, now: float) -> None:
+        """Dynamic MPR: the responder advertised a new MPR; the window follows (never above
+        our own MPR), and a shrink pauses new transmissions until the window allows them."""
+        self.peer_mpr_psns = psns
+        window = min(self.mpr_psns, psns)
+        if window == self.window:
+            return
+        qp = self.qp
+        qp.count("mpr_window_changes")
+        qp.log(now, MPR_UPDATED, side="requester", old=self.window, new=window,
+               peak=self.span_peak)
+        self.window = window
+        self.span_peak = 0
+        qp.mark_ready()
+
+    def add_stats(self, out: dict[str, int]) -> None:
+        """The requester's gauges for ``HostCore.qp_stats``."""
+        out["mpr_window"] = self.window
+        out["mpr_window_peak"] = self.span_peak
+        if self.wimm_inflight_max:
+            out["wimm_inflight_max"] = self.wimm_inflight_max
+
     def _advance(self, d: int, now: float) -> None:
         """The cumulative ACK moved ``d`` PSNs: complete the WQEs it finished."""
         rec = self.recovery
@@ -480,7 +521,7 @@ class Requester:
         assert n is not None
         psn = unwrap_psn(n.nack_psn, rec.una)
         reason = n.reason
-        qp.count(f"rx_nack_{reason:#x}")
+        qp.count("rx_nack_" + nack_reason_name(reason))
         rec.on_feedback(now, answers_probe=False)
         if reason == NackReason.UNEXP_EVENT:
             qp.fail(now, WcStatus.REM_ACCESS_ERR, f"peer NACK UNEXP_EVENT at PSN {psn}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
+from hosts.transport.counters import nack_reason_name
+from hosts.transport.lognames import MPR_UPDATED
 from hosts.transport.memory import MemoryTable
 from hosts.transport.ops import IMM_LAST_OPS, OP_SACK, require_fields
 from hosts.transport.psn import (
@@ -68,6 +70,8 @@ class ResponderQp(Protocol):
 
     def count(self, name: str, n: int = 1) -> None: ...
 
+    def log(self, now: float, name: str, **data: object) -> None: ...
+
     def emit(self, event: Event) -> None: ...
 
     def fail(self, now: float, status: WcStatus, detail: str, *, first_status: bool = True) -> None:
@@ -111,6 +115,7 @@ class Responder:
         self.limit = self.cack + mpr_psns
         self.max_wimm_dest = max_wimm_dest
         self.rq_done = 0  # WriteImm messages completed (absolute RQMSN of the next one)
+        self.wimm_open_max = 0  # most WriteImm messages seen open at once (last packet in)
         self.imm: dict[int, tuple[int, int, int]] = {}  # last PSN -> (rqmsn, imm, byte_len)
         self.imm_min = -1
         self.rcvd_bytes = 0
@@ -130,6 +135,7 @@ class Responder:
         self.t_port = 0
         self.rc_nak_sent = False
         self.n_rx_data = 0
+        self.span_peak = 0  # largest tracking span (highest - cack) since the MPR policy read it
         self.penalty = cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
         self.restore = False
 
@@ -187,6 +193,8 @@ class Responder:
             self.highest = psn
         if rel:
             self.ooo += 1
+            if self.highest - cack > self.span_peak:
+                self.span_peak = self.highest - cack
         else:
             t = trailing_ones(self.rbits)
             self.rbits >>= t
@@ -243,6 +251,8 @@ class Responder:
                 self._nack(NackReason.NO_RESOURCE, psn, meta, ts)
                 return False
             self.imm[psn] = (rq, pkt.immdt.imm, reth.dma_len)
+            if rq - self.rq_done >= self.wimm_open_max:
+                self.wimm_open_max = rq - self.rq_done + 1
             if self.imm_min < 0 or psn < self.imm_min:
                 self.imm_min = psn
         off = reth.va - mr.addr
@@ -350,6 +360,7 @@ class Responder:
             neth=Neth(reason=reason, entropy=meta.ev, nack_psn=psn & PSN_MASK, tx_timestamp=ts),
         )
         qp.count("tx_nack")
+        qp.count("tx_nack_" + nack_reason_name(reason))
         qp.send_ctrl(pkt, meta.port)
 
     def on_probe(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
@@ -370,11 +381,27 @@ class Responder:
         self.penalty = max(0, min(127, penalty))
         self.restore = restore
 
-    def set_dynamic_mpr(self, mpr_psns: int) -> None:
-        """Advertise a new MPR (<= the negotiated one) in the following SACKs."""
-        self.adv_mpr = max(128, min(mpr_psns, self.mpr_psns))
-        if self.cack + self.adv_mpr > self.limit:
-            self.limit = self.cack + self.adv_mpr
+    def set_dynamic_mpr(self, mpr_psns: int, now: float = 0.0) -> bool:
+        """Advertise a new MPR (128 PSNs .. the negotiated one) in the following SACKs;
+        True when it changed."""
+        adv = max(128, min(mpr_psns, self.mpr_psns))
+        if adv == self.adv_mpr:
+            return False
+        self.qp.count("mpr_adv_changes")
+        self.qp.log(now, MPR_UPDATED, side="responder", old=self.adv_mpr, new=adv,
+                    span=self.highest - self.cack)
+        self.adv_mpr = adv
+        if self.cack + adv > self.limit:
+            self.limit = self.cack + adv
+        return True
+
+    def add_stats(self, out: dict[str, int]) -> None:
+        """The responder's counters and gauges for ``HostCore.qp_stats``."""
+        out["rx_data"] = self.n_rx_data
+        if self.dyn_mpr:
+            out["mpr_advertised"] = self.adv_mpr
+        if self.wimm_open_max:
+            out["wimm_open_max"] = self.wimm_open_max
 
     # -- timers -------------------------------------------------------------------------
     def next_timer(self) -> float | None:

@@ -306,6 +306,12 @@ class HostConfig:
     ev_probe_interval: float = 1e-3  # how often ASSUMED_BAD EVs are EV-probed
     endpoint_timeout: float = 5e-3  # endpoint request response timeout
     endpoint_retries: int = 3  # port status update retransmissions
+    ack_backoff_cap: int = 64  # the exponential ACK-timeout backoff stops growing at T x this
+    # Dynamic MPR policy (hosts/transport/mpr.py): tracking PSNs shared by this host's
+    # Dynamic-MPR responder QPs (0: no policy, each advertises its negotiated MPR) and how
+    # often the shares are recomputed
+    mpr_budget: int = 0
+    mpr_interval: float = 1e-3
     default_cc_window: int = 1 << 30  # bytes, for the default NoCongestionControl
     cc_factory: Callable[[CcProfile | None, int], CongestionControl] | None = None
     # pluggable policies: (number of EVs, seed) -> spraying policy; (qpn) -> loss detector

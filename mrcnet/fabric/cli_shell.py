@@ -5,6 +5,7 @@
   service at each switch end, so switches report it and routes converge after the delay);
 - ``port HOST N down|up``: NIC port N of a host (carrier: the agent sends Port Status Updates,
   the switch port goes down);
+- ``plane P down|up``: every link of plane P (its switches fail together; hosts keep carrier);
 - ``stats``: the latest throughput per plane, drops, trims, ECN marks, EV state counts;
 - ``ev HOST``: EV states reported by the host's QPs (only EVs that changed are listed);
 - ``evs``: the run's EV profile (value@port);
@@ -67,7 +68,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
         self.size = size
         self.qp_type = qp_type
         assert fab.mn is not None
-        print("fabric CLI: 'help' lists commands; link/port/stats/ev/evs/run/deny/allow/pcap "
+        print("fabric CLI: 'help' lists commands; link/port/plane/stats/ev/evs/run/deny/allow/pcap "
               "and pingall/iperf (IPv6) are mrcnet's, the rest are Mininet's. 'exit' tears the "
               "fabric down.", flush=True)
         super().__init__(fab.mn.net, **kwargs)
@@ -93,7 +94,7 @@ class FabricCLI(CLI):  # type: ignore[misc]
     def do_port(self, line: str) -> None:
         """port HOST N down|up: NIC port N of HOST (carrier change seen by agent and switch)."""
         args = line.split()
-        if len(args) != 3 or args[2] not in ("up", "down") or not args[1].isdigit():
+        if len(args) != 3 or args[2] not in ("up", "down") or not args[1].isdecimal():
             self._say("usage: port HOST N down|up")
             return
         try:
@@ -101,6 +102,18 @@ class FabricCLI(CLI):  # type: ignore[misc]
             self._say(f"{args[0]} port {args[1]} {args[2]}")
         except (StopIteration, KeyError, ValueError) as exc:
             self._say(f"port: no such host port ({exc})")
+
+    def do_plane(self, line: str) -> None:
+        """plane P down|up: every link of plane P down or up through the controller."""
+        args = line.split()
+        if len(args) != 2 or args[1] not in ("up", "down") or not args[0].isdecimal():
+            self._say("usage: plane P down|up")
+            return
+        try:
+            self.fab.set_plane(int(args[0]), args[1] == "up")
+            self._say(f"plane {args[0]} {args[1]}")
+        except Exception as exc:  # FailureSpecError, controller refusals
+            self._say(f"plane: {_error(exc)}")
 
     def do_stats(self, _line: str) -> None:
         """stats: throughput per plane, drops, trims, ECN marks, EV state counts."""

@@ -45,6 +45,7 @@ def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     core: Any = ctx.agent.core
     out["qp_stats"] = {str(peer): dict(ctx.agent.call(core.qp_stats, qp.qpn))
                        for peer, qp in runner.qps.items()}
+    out["qp_states"] = {str(peer): qp.query().qp_state.name for peer, qp in runner.qps.items()}
     out["timing"] = {"start": timing_start, "end": ctx.agent.timing()}
     out["errors"] = []
     return out

@@ -11,6 +11,11 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
   ``throttle`` it also runs a CPU-hogging consumer for a while (host-side congestion).
 - ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
   ``depth`` outstanding, the last one a WriteImm.
+- with ``"wimm": true`` every WR of the writer is a WriteImm (immediate = its index + 1, the
+  last one DONE_IMM) and the sink pre-posts one receive per WR and checks that their
+  completions come in send order with those immediates; ``max_wimm`` (QP attribute, both
+  sides) bounds how many are in flight, so with ``depth`` above it the limit binds.
+- ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters).
 
 Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state, its
 counters (retransmissions) and its congestion controller's state (``cc``), and ``timing``:
@@ -73,10 +78,12 @@ def _await_file(path: Path, timeout: float) -> dict[str, Any]:
 
 
 def _attr(job: dict[str, Any]) -> QpAttr:
+    wimm = int(job.get("max_wimm", 16))
     return QpAttr(
         ev_profile_id=int(job.get("ev_profile", 0)),
         cc_profile_id=int(job.get("cc_profile", 0)),
         mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
+        max_wimm=wimm, max_wimm_dest=wimm,
         timeout=int(job.get("ack_timeout", 17)),
         retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
                         exp_cnt=int(job.get("exp_cnt", 25))),
@@ -147,6 +154,9 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
         from mrcnet.fabric.collective_job import run_collective_job
 
         return run_collective_job(ctx, job)
+    if job["role"] == "host_stats":
+        core: Any = ctx.agent.core
+        return {"host_stats": dict(ctx.agent.call(core.host_stats))}
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
@@ -159,9 +169,12 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
     mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
     attr = _attr(job)
+    chunk = int(job.get("chunk", 256 << 10))
+    offsets = list(range(0, size, chunk))
+    wimm = bool(job.get("wimm", False))
     init_qp(qp, attr)
     if not writer:
-        qp.post_recv(RecvWR(wr_id=1))
+        qp.post_recv([RecvWR(wr_id=i + 1) for i in range(len(offsets) if wimm else 1)])
     gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
     oob.mkdir(parents=True, exist_ok=True)
     write_json(oob / f"{job['name']}.json", {"qpn": qp.qpn, "gids": gids, "addr": mr.addr,
@@ -176,19 +189,14 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     start = clock()
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
-        wcs = cq.wait(1, timeout)
-        elapsed = clock() - start
-        if hog is not None:
-            hog.stop()
-        ok = bool(wcs) and wcs[0].status == WcStatus.SUCCESS
-        return {"bytes": size if ok else 0, "seconds": elapsed,
-                "sha256": hashlib.sha256(buf).hexdigest() if ok else "",
-                "errors": [] if ok else [f"no WriteImm completion: {wcs!r}"],
-                "timing": {"start": timing_start, "end": agent.timing()},
-                **_qp_report(ctx, qp.qpn)}
-    chunk = int(job.get("chunk", 256 << 10))
+        try:
+            out = _sink(ctx, qp.qpn, cq, buf, len(offsets) if wimm else 1, start, timeout)
+        finally:
+            if hog is not None:
+                hog.stop()
+        out["timing"] = {"start": timing_start, "end": agent.timing()}
+        return out
     depth = int(job.get("depth", 8))
-    offsets = list(range(0, size, chunk))
     posted = done = acked = 0
     errors: list[str] = []
     progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
@@ -198,10 +206,10 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
             off = offsets[posted]
             last = posted == len(offsets) - 1
             qp.post_send(SendWR(
-                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last else WrOpcode.WRITE,
+                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last or wimm else WrOpcode.WRITE,
                 local_addr=mr.addr + off, length=min(chunk, size - off), lkey=mr.lkey,
                 remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
-                imm=DONE_IMM if last else 0))
+                imm=DONE_IMM if last else posted + 1))
             posted += 1
         for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(depth):
             done += 1
@@ -218,6 +226,33 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
             "completed_wrs": done, "progress": progress,
             "timing": {"start": timing_start, "end": agent.timing()},
             **_qp_report(ctx, qp.qpn)}
+
+
+def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, receives: int, start: float,
+          timeout: float) -> dict[str, Any]:
+    """Wait for the WriteImm completions (one, or one per WR), in order, then hash (times on
+    the agent's run clock)."""
+    clock = ctx.agent.clock
+    deadline = start + timeout
+    wcs: list[Any] = []
+    errors: list[str] = []
+    while len(wcs) < receives and clock() < deadline:
+        got = cq.wait(1, max(0.0, min(1.0, deadline - clock())))
+        wcs += got + cq.poll(receives)
+        if any(wc.status != WcStatus.SUCCESS for wc in wcs):
+            break
+    elapsed = clock() - start
+    want = [(i + 1, i + 1 if i < receives - 1 else DONE_IMM) for i in range(receives)]
+    got_ids = [(wc.wr_id, wc.imm) for wc in wcs]
+    if got_ids != want:
+        bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
+        errors.append(f"WriteImm completions: {len(wcs)}/{receives}"
+                      + (f", first error {bad[0]!r}" if bad else ", out of send order"
+                         if len(wcs) == receives else ""))
+    ok = not errors
+    return {"bytes": len(buf) if ok else 0, "seconds": elapsed, "imm_completions": len(wcs),
+            "sha256": hashlib.sha256(buf).hexdigest() if ok else "", "errors": errors,
+            **_qp_report(ctx, qpn)}
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:

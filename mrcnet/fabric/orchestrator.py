@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from topologies.loader import load, resolve
-from topologies.model import FabricKind, PathMode, Topology
+from topologies.model import FabricKind, Link, PathMode, Topology
 from topologies.paths import base_rtt
 
 REPO = Path(__file__).resolve().parents[2]
@@ -440,10 +441,48 @@ class Fabric:
         self.log_link(label, up)
         return view
 
+    def set_links(self, links: Sequence[Link], label: str, up: bool) -> None:
+        """Several links down or up through the controller (a plane: all of its links),
+        recorded once for the results."""
+        assert self.ctl is not None
+        for link in links:
+            self.ctl.set_link(str(link.a), up)
+        self.log_link(label, up)
+
+    def set_plane(self, plane: int, up: bool) -> None:
+        """Every link of plane ``plane`` down or up (mrcnet.fabric.failures.plane_links)."""
+        from mrcnet.fabric.failures import plane_links
+
+        assert self.topo is not None
+        self.set_links(plane_links(self.topo, plane), f"plane {plane}", up)
+
     def set_host_port(self, host: str, port: int, up: bool) -> None:
         assert self.mn is not None
         self.mn.set_host_port(host, port, up)
         self.log_link(f"{host}:{port}", up)
+
+    def host_counters(self, timeout: float = 15.0) -> dict[str, dict[str, int]]:
+        """Every agent's ``HostCore.host_stats()`` (the hosts' mechanism counters), asked for
+        through a ``host_stats`` job; hosts that did not answer in time are left out."""
+        from mrcnet.fabric.hostjobs import write_json
+
+        if self.plan is None or not self.agents:
+            return {}
+        tag = f"stats{time.monotonic_ns()}"
+        paths = {}
+        for h in self.plan.hosts:
+            d = self.run_dir / "jobs" / h.name
+            d.mkdir(parents=True, exist_ok=True)
+            write_json(d / f"{tag}.job.json", {"id": tag, "role": "host_stats"})
+            paths[h.name] = d / f"{tag}.result.json"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not all(p.exists() for p in paths.values()):
+            time.sleep(0.02)
+        out = {}
+        for host, path in paths.items():
+            if path.exists():
+                out[host] = dict(json.loads(path.read_text()).get("host_stats", {}))
+        return out
 
     def check_alive(self) -> None:
         """Raise FabricError if a process of the run died."""

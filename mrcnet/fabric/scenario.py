@@ -11,16 +11,20 @@ all faithful prints a warning naming the slowest process and a TDF that should f
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from mrcnet.fabric import fidelity, results
-from mrcnet.fabric.failures import LinkEvent, Scheduler
+from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
 
 
-def apply_link_event(fab: Fabric, ev: LinkEvent) -> None:
-    fab.set_link(ev.endpoint, ev.label, ev.up)
+def apply_event(fab: Fabric, ev: FabricEvent) -> None:
+    if isinstance(ev, HostPortEvent):
+        fab.set_host_port(ev.host, ev.port, ev.up)
+    else:
+        fab.set_links(ev.links, ev.label, ev.up)
 
 
 def run_scenario(
@@ -28,16 +32,17 @@ def run_scenario(
     workload: str | None,
     size: int,
     qp_type: str = "MRC",
-    events: list[LinkEvent] | None = None,
+    events: Sequence[FabricEvent] | None = None,
     duration: float | None = None,
     timeout: float = 120.0,
     seed: int = 1,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     assert fab.runner is not None
     if workload is None and duration is None and events:
         duration = max(e.at for e in events) + 1.0  # let the schedule play out
     clock = fab.clock
-    sched = Scheduler(list(events or []), lambda ev: apply_link_event(fab, ev), clock=clock)
+    sched = Scheduler(list(events or []), lambda ev: apply_event(fab, ev), clock=clock)
     summaries: list[dict[str, Any]] = []
     start = clock.now()
     unit = "virtual s" if clock.dilated else "s"
@@ -46,7 +51,8 @@ def run_scenario(
         rounds = 0
         while workload is not None:
             rounds += 1
-            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout)
+            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout,
+                                   extra=extra)
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
@@ -63,6 +69,14 @@ def run_scenario(
     return collect(fab, summaries, sched)
 
 
+def _total(hosts: dict[str, dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for stats in hosts.values():
+        for key, value in stats.items():
+            out[key] = out.get(key, 0) + int(value)
+    return dict(sorted(out.items()))
+
+
 def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | None) -> dict[str, Any]:
     """Assemble, save and plot the results of what ran so far."""
     if fab.sampler is not None:
@@ -70,6 +84,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
     link_events = list(fab.link_log)
     samples = list(fab.sampler.samples) if fab.sampler else []
     mtu = fab.topo.fabric.mtu if fab.topo else 4096
+    hosts = fab.host_counters() if fab.agents else {}
     rtx = sum(int(w["retransmitted_packets"]) for w in summaries)
     reports = [w["fidelity"] for w in summaries if w.get("fidelity")]
     worst = max(reports, key=lambda r: r["max_lag_fraction"], default=None)
@@ -97,6 +112,8 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "retransmitted_packets": rtx,
         "retransmitted_bytes": rtx * mtu,
         "workloads": summaries,
+        "host_counters": hosts,
+        "mechanisms": _total(hosts),
         "link_events": link_events,
         "failure_errors": sched.errors if sched else [],
         "ev_counts": fab.tracker.counts(),

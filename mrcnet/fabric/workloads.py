@@ -21,6 +21,7 @@ and agent kept up during the workload (mrcnet/fabric/fidelity.py).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import random
 import time
@@ -31,6 +32,7 @@ from typing import Any
 
 from common.vclock import RunClock
 from hosts.agent.apps import pattern
+from hosts.transport.counters import RTX_COUNTERS, add_counts
 from mrcnet.fabric.fidelity import FidelityMonitor, Mark, agent_windows, assess
 from mrcnet.fabric.hostjobs import write_json
 from topologies.model import Topology
@@ -56,7 +58,7 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
                 return list(zip(hosts, perm))
     if name.startswith("shift:"):
         k = name.partition(":")[2]
-        if not k.isdigit() or int(k) % len(hosts) == 0:
+        if not k.isdecimal() or int(k) % len(hosts) == 0:
             raise WorkloadError(f"{name!r}: expected shift:K with K not a multiple of "
                                 f"{len(hosts)} (host i writes to host i+K)")
         n = len(hosts)
@@ -74,6 +76,18 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
                                 f"{', '.join(hosts)}")
         return [(h, dst) for h in hosts if h != dst]
     raise WorkloadError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+
+
+def flow_timing(progress: list[list[float]]) -> tuple[float | None, float | None]:
+    """(longest stall, completion time) of a writer from its ``progress`` list of (unix time,
+    bytes acknowledged): the stall is the longest time without new bytes acknowledged (from
+    the first post to the first completion, or between two completions), the completion
+    time from the first post to the last completion. None without progress."""
+    if len(progress) < 2:
+        return None, None
+    times = [float(t) for t, _b in progress]
+    stall = max(b - a for a, b in itertools.pairwise(times))
+    return stall, times[-1] - times[0]
 
 
 @dataclass
@@ -98,6 +112,19 @@ class Flow:
     @property
     def qp_errors(self) -> int:
         return sum(1 for r in (self.writer, self.sink) if r.get("qp_state") == "ERR")
+
+    def row(self) -> dict[str, Any]:
+        """The flow's line of the results: verification, timing, retransmissions by trigger."""
+        stall, fct = flow_timing(self.writer.get("progress", []))
+        stats = self.writer.get("qp_stats", {})
+        return {"id": self.id, "src": self.src, "dst": self.dst, "bytes": self.size,
+                "verified": self.verified, "seconds": self.writer.get("seconds"),
+                "longest_stall_s": stall, "fct_s": fct,
+                "writer_qp": self.writer.get("qp_state"), "sink_qp": self.sink.get("qp_state"),
+                "tx_rtx": stats.get("tx_rtx"), "tx_data": stats.get("tx_data"),
+                "timeouts": stats.get("timeouts", 0),
+                "rtx": {k: stats[k] for k in RTX_COUNTERS if stats.get(k)},
+                "cc": self.writer.get("cc")}
 
 
 @dataclass
@@ -150,17 +177,18 @@ class Workload:
             "capacity_bps": self.capacity_bps,
             "goodput_fraction": fraction,
             "fidelity": self.fidelity,
-            "per_flow": [
-                {"id": f.id, "src": f.src, "dst": f.dst, "bytes": f.size,
-                 "verified": f.verified, "seconds": f.writer.get("seconds"),
-                 "writer_qp": f.writer.get("qp_state"), "sink_qp": f.sink.get("qp_state"),
-                 "tx_rtx": f.writer.get("qp_stats", {}).get("tx_rtx"),
-                 "tx_data": f.writer.get("qp_stats", {}).get("tx_data"),
-                 "timeouts": f.writer.get("qp_stats", {}).get("timeouts", 0),
-                 "cc": f.writer.get("cc")}
-                for f in self.flows
-            ],
+            "mechanisms": self.mechanisms(),
+            "per_flow": [f.row() for f in self.flows],
         }
+
+    def mechanisms(self) -> dict[str, int]:
+        """Event counters (docs/transport.md, "Counters") summed over every writer and sink
+        QP of the workload."""
+        total: dict[str, int] = {}
+        for f in self.flows:
+            for r in (f.writer, f.sink):
+                add_counts(total, r.get("qp_stats", {}))
+        return dict(sorted(total.items()))
 
 
 class WorkloadRunner:

@@ -1,13 +1,21 @@
-"""``mrcnet bench failover``: goodput around a spine link failure, MRC vs RC, same fabric.
+"""``mrcnet bench failover``: the stalled flow around a spine link failure, MRC vs RC, judged at
+the 100th percentile, for several control-plane delays in one run.
 
-For each transport a fresh fabric (default clos-1p, ECMP, every link ``--rate``, slow enough
-for the emulation to be faithful on 2 cores) runs ``shift:2`` (every flow crosses the spine
-layer, no incast) with ``--size`` bytes per flow; ``--fail-at`` seconds after the start, the
-link leaf0 -- spine0 goes down through the controller (and stays down). The controller
-withdraws routes after ``--cp-delay`` seconds.
+For each control-plane delay of ``--cp-delay`` (a list, default 0.5,1,2 s) and each transport
+a fresh fabric (default clos-1p, ECMP, every link ``--rate``, slow enough for the emulation to
+be faithful on 2 cores) runs ``shift:2`` (every flow crosses the spine layer, no incast) with
+``--size`` bytes per flow; ``--fail-at`` seconds after the start, the link leaf0 -- spine0 goes
+down through the controller (and stays down). The controller withdraws routes that cross it
+after the control-plane delay.
 
+- per flow: the longest stall (the longest time without new bytes acknowledged: the writer
+  records (time, bytes) at every Write completion, ``CHUNK`` bytes each, in posting order, so
+  a gap between two completions is a time in which the cumulative acknowledgement did not
+  move) and the completion time (first post to last completion);
+- ``p100_stall_s`` / ``p100_fct_s``: the largest of those over all flows of the run (a
+  synchronous training step waits for its slowest transfer);
 - goodput: acknowledged bytes per second: the writers record (time, bytes) at every Write
-  completion (64 KiB Writes), summed over flows in 0.25 s bins, two-bin moving average
+  completion (16 KiB Writes), summed over flows in 0.25 s bins, two-bin moving average
   (retransmissions do not count);
 - remaining capacity: the pre-failure goodput (mean over the second before the failure)
   scaled by ``capacity_after / capacity_before``, where a capacity is the largest aggregate
@@ -17,10 +25,14 @@ withdraws routes after ``--cp-delay`` seconds.
   bin moving average) first reaches 90% of the remaining capacity (the run's length when it
   never does);
 - ``completed`` / ``qp_errors`` / ``retransmitted_bytes`` (retransmitted packets x MTU) of
-  the workload, and the run's ``tdf`` and ``faithful`` verdict (mrcnet/fabric/fidelity.py).
+  the workload, its retransmissions by trigger (``mechanisms``), and the run's ``tdf`` and
+  ``faithful`` verdict (mrcnet/fabric/fidelity.py).
 
 Times are the run's clock: with ``--tdf N`` (time dilation) every figure and ``--fail-at``
 / ``--cp-delay`` are virtual seconds.
+
+The figures go to ``results/bench/failover-<time>.json`` with a plot of p100 stall against the
+control-plane delay for both transports (``failover-<time>.png``).
 """
 
 from __future__ import annotations
@@ -30,11 +42,24 @@ import itertools
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 MiB = 1 << 20
-CHUNK = 64 << 10  # bytes per Write: goodput is measured at Write completions
+CHUNK = 16 << 10  # bytes per Write: progress (and stalls) are seen at Write completions
 BIN_S = 0.25
+REPO = Path(__file__).resolve().parents[2]
+TRANSPORTS = (("mrc", "MRC"), ("rc", "RC"))
+
+
+def _delays(text: str) -> list[float]:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds, e.g. 0.5,1,2") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds >= 0, e.g. 0.5,1,2")
+    return values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,8 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", default=None, help="path mode (default: the topology's)")
     parser.add_argument("--rate", default="20Mbps")
     parser.add_argument("--size", default="6MiB", help="bytes per flow")
+    parser.add_argument("--window", default="32KiB",
+                        help="bytes in flight per QP (fixed window; default about the path's "
+                             "bandwidth-delay product at 20 Mb/s)")
     parser.add_argument("--fail-at", type=float, default=1.5)
-    parser.add_argument("--cp-delay", type=float, default=1.0)
+    parser.add_argument("--cp-delay", type=_delays, default=[0.5, 1.0, 2.0], metavar="S,S,...",
+                        help="control-plane delays to sweep (default 0.5,1,2)")
+    parser.add_argument("--results", default=str(REPO / "results" / "bench"),
+                        help="folder for the JSON and the plot")
     parser.add_argument("--ack-timeout", type=int, default=17,
                         help="QP local ACK timeout exponent (1.024 us x 2^N; 17 = 134 ms)")
     parser.add_argument("--tune", action="append", default=[], metavar="KEY=VALUE",
@@ -114,7 +145,8 @@ def recovery(series: list[tuple[float, float]], t_fail: float, target: float,
     return (series[-1][0] - t_fail if series else 0.0), False
 
 
-def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, Any]:
+def goodput_around_failure(args: argparse.Namespace, qp_type: str,
+                           cp_delay: float) -> dict[str, Any]:
     from common.units import parse_size
     from mrcnet.fabric.failures import find_link
     from mrcnet.fabric.orchestrator import Fabric, RunOptions
@@ -124,7 +156,8 @@ def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, 
 
     size = parse_size(args.size)
     opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
-                      cp_delay=args.cp_delay, sample_interval=0.2, tdf=args.tdf)
+                      cp_delay=cp_delay, window=parse_size(args.window), sample_interval=0.2,
+                      tdf=args.tdf)
     from hosts.agent.config import ConfigError, parse_core
 
     for item in args.tune:
@@ -164,26 +197,88 @@ def goodput_around_failure(args: argparse.Namespace, qp_type: str) -> dict[str, 
     pre = sum(before) / len(before) if before else 0.0
     target = 0.9 * pre * cap_after / cap_before
     rec, reached = recovery(series, t_fail, target)
-    return {"recovery_s": round(rec, 3), "recovered": reached,
+    summary = res["workloads"][0]
+    rows = [{"id": f["id"], "src": f["src"], "dst": f["dst"], "verified": f["verified"],
+             "longest_stall_s": f["longest_stall_s"], "fct_s": f["fct_s"], "rtx": f["rtx"]}
+            for f in summary["per_flow"]]
+    stalls = [f["longest_stall_s"] for f in rows if f["longest_stall_s"] is not None]
+    fcts = [f["fct_s"] for f in rows if f["fct_s"] is not None]
+    return {"cp_delay_s": cp_delay,
+            "p100_stall_s": round(max(stalls), 3) if stalls else None,
+            "p100_fct_s": round(max(fcts), 3) if fcts else None,
+            "flows": rows,
+            "recovery_s": round(rec, 3), "recovered": reached,
             "completed": bool(res["completed"]), "qp_errors": int(res["qp_errors"]),
             "retransmitted_bytes": int(res["retransmitted_bytes"]),
+            "mechanisms": {k: v for k, v in summary["mechanisms"].items()
+                           if k.startswith(("rtx_", "loss_", "timeouts", "ev_state_", "probe"))},
             "pre_failure_bps": round(pre), "target_bps": round(target),
             "capacity_ratio": round(cap_after / cap_before, 3),
             "tdf": args.tdf, "faithful": res["faithful"],
             "results_dir": res["results_dir"]}
 
 
+def sweep(args: argparse.Namespace) -> dict[str, Any]:
+    """Every (control-plane delay, transport) run, and the p100 figures per transport."""
+    out: dict[str, Any] = {"cp_delay_s": list(args.cp_delay)}
+    for key, _qp in TRANSPORTS:
+        out[key] = {"p100_stall_s": [], "p100_fct_s": [], "runs": []}
+    for delay in args.cp_delay:
+        for key, qp in TRANSPORTS:
+            print(f"[bench failover] {qp}, control-plane delay {delay:g} s ...",
+                  file=sys.stderr, flush=True)
+            r = goodput_around_failure(args, qp, delay)
+            out[key]["runs"].append(r)
+            out[key]["p100_stall_s"].append(r["p100_stall_s"])
+            out[key]["p100_fct_s"].append(r["p100_fct_s"])
+    out["rc_over_mrc_p100_stall"] = [
+        round(rc / mrc, 2) if rc is not None and mrc else None
+        for mrc, rc in zip(out["mrc"]["p100_stall_s"], out["rc"]["p100_stall_s"])]
+    return out
+
+
+def plot(out: dict[str, Any], path: Path) -> Path:
+    """p100 stall against the control-plane delay, MRC and RC, with y = delay for scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    delays = out["cp_delay_s"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, label, marker in (("mrc", "MRC", "o"), ("rc", "RC (go-back-N, one path)", "s")):
+        ys = [y if y is not None else float("nan") for y in out[key]["p100_stall_s"]]
+        ax.plot(delays, ys, marker=marker, label=label)
+    ax.plot(delays, delays, linestyle=":", color="grey", label="control-plane delay")
+    ax.set_xlabel("control-plane delay (s)")
+    ax.set_ylabel("p100 stall: longest time without progress (s)")
+    ax.set_title("Spine link failure: the slowest flow")
+    ax.legend(loc="upper left")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
-    out = {}
-    for key, qp in (("mrc", "MRC"), ("rc", "RC")):
-        print(f"[bench failover] {qp} ...", file=sys.stderr, flush=True)
-        out[key] = goodput_around_failure(args, qp)
+    out = sweep(args)
+    folder = Path(args.results)
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out["plot"] = str(plot(out, folder / f"failover-{stamp}.png"))
+    out["results"] = str(folder / f"failover-{stamp}.json")
+    Path(out["results"]).write_text(json.dumps(out, indent=1) + "\n")
     if args.json:
         print(json.dumps(out))
-    else:
-        for key, r in out.items():
-            print(f"{key:4s} recovery {r['recovery_s']:.2f} s (reached: {r['recovered']})  "
-                  f"completed {r['completed']}  QP errors {r['qp_errors']}  "
-                  f"retransmitted {r['retransmitted_bytes'] / MiB:.1f} MiB  "
-                  f"({r['results_dir']})")
+        return 0
+    print("cp-delay  transport  p100 stall  p100 FCT  completed  QP errors  retransmitted")
+    for i, delay in enumerate(out["cp_delay_s"]):
+        for key, _qp in TRANSPORTS:
+            r = out[key]["runs"][i]
+            print(f"{delay:7.2f}s  {key:9s}  {r['p100_stall_s']:9.3f}s  {r['p100_fct_s']:7.3f}s  "
+                  f"{r['completed']!s:9s}  {r['qp_errors']:9d}  "
+                  f"{r['retransmitted_bytes'] / MiB:8.1f} MiB")
+    print(f"RC / MRC p100 stall: {out['rc_over_mrc_p100_stall']}")
+    print(f"plot: {out['plot']}\nresults: {out['results']}")
     return 0

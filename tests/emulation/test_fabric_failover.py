@@ -162,3 +162,28 @@ def test_rc_stalls_until_route_withdrawal(fabric_factory: object) -> None:
     assert sink_done >= withdrawn[0], (sink_done, withdrawn, plane)
     assert sink["bytes"] == 8 * SIZE
     assert int(wl.flows[0].writer["qp_stats"]["tx_rtx"]) > 0
+
+
+def test_plane_failure_moves_all_traffic_to_the_other_plane(fabric_factory: object) -> None:
+    """Every link of plane 0 fails (hosts keep their carrier) during repeated all-to-all MRC
+    transfers: the QPs find out from the traffic and carry everything on plane 1 (the host
+    ports of plane 0 deliver nothing while it is down) with no QP error; after the plane is
+    back, traffic returns to it. Every round is byte-exact."""
+    fab = fabric_factory(cp_delay=60.0, sample_interval=0.25)  # type: ignore[operator]
+    assert fab.topo is not None and fab.sampler is not None
+    events = parse_schedule(fab.topo, ["plane:0@1"], ["plane:0@4"])
+    res = run_scenario(fab, "all-to-all", SIZE, events=events, duration=7.0)
+    assert res["completed"], res["workloads"]
+    assert res["qp_errors"] == 0 and res["failure_errors"] == []
+    down, up = (e["t"] for e in res["link_events"])
+    assert [e["link"] for e in res["link_events"]] == ["plane 0", "plane 0"]
+    samples = res["samples"]
+    # samples whose whole window lies inside the outage (after the first second of it)
+    inside = [s for s in samples if down + 1.0 <= s["t"] - 0.25 and s["t"] <= up]
+    assert inside, samples
+    assert all(s["plane_bps"][0] == 0 for s in inside), [s["plane_bps"] for s in inside]
+    assert sum(s["plane_bps"][1] for s in inside) > 0
+    after = [s for s in samples if s["t"] > up + 1.0]
+    assert any(s["plane_bps"][0] > 0 for s in after), [s["plane_bps"] for s in after]
+    mech = res["mechanisms"]
+    assert mech.get("ev_state_repeated_loss", 0) + mech.get("ev_state_ack_timeout", 0) > 0

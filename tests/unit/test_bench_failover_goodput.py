@@ -25,3 +25,24 @@ def test_capacity_and_recovery_definitions() -> None:
     # two writers: 1 MB acked in [0, 0.5) by one, 0.5 MB in [0.5, 1.0) by the other
     prog = [[[0.0, 0], [0.2, 500_000], [0.4, 1_000_000]], [[0.0, 0], [0.7, 500_000]]]
     assert goodput_series(prog, 0.5) == [(0.5, 16e6), (1.0, 8e6)]
+
+
+def test_cp_delay_sweep_argument_and_plot(tmp_path: object) -> None:
+    import argparse
+    from pathlib import Path
+
+    from testbed.bench.failover_goodput import _delays, add_arguments, plot
+
+    assert _delays("0.5,1,2") == [0.5, 1.0, 2.0] and _delays("3") == [3.0]
+    for bad in ("", "x", "1,-2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _delays(bad)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    assert args.cp_delay == [0.5, 1.0, 2.0] and args.window == "32KiB"
+    out = {"cp_delay_s": [0.5, 1.0, 2.0],
+           "mrc": {"p100_stall_s": [0.1, 0.11, None]},
+           "rc": {"p100_stall_s": [0.7, 1.1, 3.0]}}
+    path = plot(out, Path(str(tmp_path)) / "p.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -59,14 +59,26 @@ def test_failure_specs(clos2: Any) -> None:
     assert find_link(clos2, "p0-spine0-p0-leaf0") is link
     assert find_link(clos2, "p0-leaf0:3") is link
     assert find_link(clos2, str(link.index)) is link
-    for bad in ("p0-leaf0-p0-leaf1", "h0-h1", "p0-leaf0:9", "99", "nothing"):
+    for bad in ("p0-leaf0-p0-leaf1", "h0-h1", "p0-leaf0:9", "99", "nothing", "\u00b9",
+                "p0-leaf0:\u00b3"):
         with pytest.raises(FailureSpecError):
             find_link(clos2, bad)
     events = parse_schedule(clos2, ["h0-p0-leaf0@3"], ["h0-p0-leaf0@1.5"])
     assert [(e.at, e.up) for e in events] == [(1.5, True), (3.0, False)]
-    for bad in ("p0-leaf0-p0-spine0", "p0-leaf0-p0-spine0@x", "p0-leaf0-p0-spine0@-1"):
+    for bad in ("p0-leaf0-p0-spine0", "p0-leaf0-p0-spine0@x", "p0-leaf0-p0-spine0@-1",
+                "plane:2@1", "plane:x@1", "plane:@1"):
         with pytest.raises(FailureSpecError):
             parse_schedule(clos2, [bad], [])
+
+
+def test_plane_failure_spec_names_every_link_of_the_plane(clos2: Any) -> None:
+    (down, up) = parse_schedule(clos2, ["plane:1@2"], ["plane:1@4"])
+    assert (down.at, down.up, down.label) == (2.0, False, "plane 1") and up.up
+    want = {ln.index for ln in clos2.links
+            if any(n.startswith("p1-") for n in (ln.a.node, ln.b.node))}
+    assert {ln.index for ln in down.links} == want and len(want) == 8  # 4 host + 4 uplinks
+    assert all(clos2.node(n).plane == 1 for ln in down.links for n in (ln.a.node, ln.b.node)
+               if clos2.node(n).kind.value == "switch")
 
 
 def test_workloads() -> None:
@@ -142,3 +154,23 @@ def test_convergence_withdraws_and_restores(clos2: Any) -> None:
         conv._port_down.clear()
     assert conv.reconcile() == 4 and conv.withdrawn == {}
     assert leaf1[-1][1][1] == "MrcIngress.route_ev"  # original action back
+
+
+def test_flow_rows_carry_the_longest_stall_completion_time_and_counters() -> None:
+    from mrcnet.fabric.workloads import Flow, Workload, flow_timing
+
+    assert flow_timing([]) == (None, None) and flow_timing([[5.0, 0]]) == (None, None)
+    progress = [[100.0, 0], [100.2, 65536], [100.3, 131072], [101.5, 196608], [101.6, 262144]]
+    stall, fct = flow_timing(progress)
+    assert stall == pytest.approx(1.2) and fct == pytest.approx(1.6)
+    f = Flow("f", "h0", "h1", 262144, 1,
+             writer={"progress": progress, "qp_state": "RTS",
+                     "qp_stats": {"tx_rtx": 3, "rtx_nack": 2, "rtx_probe": 1, "timeouts": 1,
+                                  "bytes_in_flight": 4096}},
+             sink={"qp_state": "RTS", "qp_stats": {"rx_trimmed": 2, "tx_nack_trimmed": 2}})
+    row = f.row()
+    assert row["longest_stall_s"] == pytest.approx(1.2) and row["fct_s"] == pytest.approx(1.6)
+    assert row["rtx"] == {"rtx_nack": 2, "rtx_probe": 1}
+    wl = Workload("pair:h0:h1", "MRC", [f, f], 0.0)
+    assert wl.mechanisms() == {"rtx_nack": 4, "rtx_probe": 2, "rx_trimmed": 4, "timeouts": 2,
+                               "tx_nack_trimmed": 4, "tx_rtx": 6}  # gauges left out

@@ -22,7 +22,18 @@ from hosts.transport import (
     TxPacket,
 )
 from hosts.transport.ev import EvManager
-from hosts.transport.sim import DROP, MARK, PASS, TRIM, LinkModel, QpOptions, is_data
+from hosts.transport.sim import (
+    DROP,
+    MARK,
+    PASS,
+    TRIM,
+    LinkModel,
+    Network,
+    QpOptions,
+    connect,
+    default_profile,
+    is_data,
+)
 from hosts.wire import Bth, CcState, EndpointOp, MrcPacket, Opcode, SackVerdict, Seth
 from tests.unit.transport_util import Pair, gid, make_host, make_pair
 
@@ -183,7 +194,7 @@ def test_trim_nack_skips_ev_and_lasthop_does_not() -> None:
         assert p.run_until_completions(1)
         ch = [c for c in _changes(p) if c[3] == "nack_trimmed"]
         assert ch == ([] if lasthop else [(trimmed[0], "GOOD", "SKIP", "nack_trimmed")])
-        reason = "rx_nack_0x2" if lasthop else "rx_nack_0x1"
+        reason = "rx_nack_trimmed_lasthop" if lasthop else "rx_nack_trimmed"
         assert p.a.qp_stats(p.qa)[reason] == 1 and p.dst == p.src
 
 
@@ -442,9 +453,12 @@ def test_pluggable_spray_policy_and_loss_detector() -> None:
     assert st.get("loss_probe", 0) + st.get("timeouts", 0) > 0
 
 
-def test_two_planes_with_unequal_queues_recover_without_spurious_retransmissions() -> None:
+def test_two_planes_with_unequal_queues_recover_with_few_spurious_retransmissions() -> None:
     """Each plane has its own queue, so packets on one plane overtake older ones on the other
-    by hundreds of positions; loss detection per plane keeps retransmissions to real losses."""
+    by hundreds of positions; loss detection per plane keeps retransmissions to real losses.
+    Within a plane, paths that differ by more than a quarter of the RTT (2 us of skew against
+    a few us) may make the time threshold retransmit a late packet a few times, until it
+    widens (each spurious retransmission doubles it)."""
     model = LinkModel(delay=5e-6, path_skew=2e-6, ce=0.02, loss=0.01, trim=0.01, rate=25e9, seed=1)
     p = make_pair(8 * 1024 * KIB, model, planes=2, per_plane=128)
     for i in range(8):
@@ -454,14 +468,17 @@ def test_two_planes_with_unequal_queues_recover_without_spurious_retransmissions
     st = p.a.qp_stats(p.qa)
     losses = p.net.stats["dropped"] + p.net.stats["trimmed"]
     assert losses > 20
-    assert st["tx_rtx"] == losses
-    assert st.get("spurious_rtx", 0) == 0 and p.b.qp_stats(p.qb).get("rx_dup", 0) == 0
+    spurious = st.get("spurious_rtx", 0)
+    assert st["tx_rtx"] >= losses and st["tx_rtx"] - losses <= losses // 5
+    assert p.b.qp_stats(p.qb).get("rx_dup", 0) == st["tx_rtx"] - losses
+    assert spurious <= losses // 5
 
 
-def test_silently_dead_plane_is_abandoned_after_one_timeout() -> None:
-    """A plane black-holes without any carrier loss or port status update: the first ACK
-    timeout assumes every EV of the stale packets bad, so the whole dead plane leaves the
-    rotation at once and the transfer finishes on the other plane."""
+def test_silently_dead_plane_is_abandoned_without_waiting_for_the_ack_timeout() -> None:
+    """A plane black-holes without any carrier loss or port status update: losses found by
+    time and by reliability probes (one dying on the dead plane is repeated on another EV)
+    are three in a row on each of its EVs, so the whole dead plane leaves the rotation long
+    before an ACK timeout and the transfer finishes on the other plane."""
     p = make_pair(
         8 * 1024 * KIB, LinkModel(delay=5e-6, path_skew=2e-6, rate=12.5e9), planes=2, per_plane=8
     )
@@ -473,18 +490,23 @@ def test_silently_dead_plane_is_abandoned_after_one_timeout() -> None:
     assert p.run_until_completions(8)
     assert p.dst == p.src
     st = p.a.qp_stats(p.qa)
-    assert st["timeouts"] == 1
+    assert st.get("timeouts", 0) == 0
+    assert st["ev_state_repeated_loss"] == 8 and st["rtx_sack_gap"] + st["rtx_probe"] > 0
     plane1 = {ev for ev, port, _s in p.a.ev_states(p.qa) if port == 1}
     bad = {c[0] for c in _changes(p) if c[2] == "ASSUMED_BAD"}
     assert bad == plane1
-    # after the timeout no first transmission and no retransmission went to plane 1
-    t_timeout = next(
-        e.time
-        for e in p.net.events[0]
-        if isinstance(e, LogRecord) and e.name == "recovery:ack_timeout"
-    )
+    # once the last of its EVs went bad, no first transmission and no retransmission went
+    # to plane 1 (the detection that made it bad logs its record right after the change)
+    seen_bad: set[int] = set()
+    t_bad = None
+    for e in p.net.events[0]:
+        if isinstance(e, EvStateChanged) and e.new == EvState.ASSUMED_BAD:
+            seen_bad.add(e.ev)
+        elif isinstance(e, LogRecord) and seen_bad == plane1 and t_bad is None:
+            t_bad = e.time
+    assert t_bad is not None
     assert [
-        tx for (t, s, tx) in p.net.sent if s == 0 and t > t_timeout and tx.port == 1 and is_data(tx)
+        tx for (t, s, tx) in p.net.sent if s == 0 and t > t_bad and tx.port == 1 and is_data(tx)
     ] == []
     # while the plane stays dead its EVs are probed with exponential backoff, silently
     p.net.sent.clear()
@@ -531,3 +553,52 @@ def test_responder_sprays_control_packets_so_one_dead_reverse_path_does_not_sile
     delivered = [tx for tx in ctl if tx.ev not in dead]
     assert len(delivered) >= len(ctl) * 6 // 8  # about 7 in 8 got through
     assert p.a.qp_stats(p.qa).get("timeouts", 0) == 0
+
+
+def test_control_packets_avoid_evs_another_qp_found_bad_towards_the_same_peer() -> None:
+    from hosts.transport import ALL_ACCESS, Completion, SendWR, WrOpcode
+
+    """Host A writes to B on one QP and receives from B on another. The same EV to the same
+    address takes the same path, so once A's writer QP holds an EV ASSUMED_BAD, the SACKs of
+    A's responder QP stop using it too (and resume once it is GOOD again)."""
+    a, b = make_host(1), make_host(2)
+    for h in (a, b):
+        h.set_ev_profile(default_profile(1, 1, 8))
+    qa, _qb = connect(a, b)
+    qb2, qa2 = connect(b, a)  # B writes, A answers
+    src = bytearray(range(256)) * 1024
+    dst = bytearray(len(src))
+    mb = b.register_mr(src, ALL_ACCESS)
+    ma = a.register_mr(dst, ALL_ACCESS)
+    net = Network([a, b], LinkModel(delay=5e-6, rate=12.5e9))
+    net.record = True
+    net.verdict = lambda s, tx: DROP if tx.pkt.bth.opcode == Opcode.EP_REQUEST else PASS
+    mgr = a._qps[qa].ev
+    assert mgr is not None
+    bad_ev = mgr.evs[3]
+    mgr.set_state(3, EvState.ASSUMED_BAD, "test")  # A's writer QP only
+
+    b.post_send(qb2, SendWR(1, WrOpcode.WRITE, mb.addr, len(src), mb.lkey, ma.addr, ma.rkey),
+                net.now)
+    assert net.run(lambda: any(isinstance(e, Completion) for e in net.events[1]), max_time=1.0)
+    assert dst == src
+    ctl_evs = {tx.ev for (_t, s, tx) in net.sent if s == 0 and tx.pkt.seth is not None}
+    assert ctl_evs == set(mgr.evs) - {bad_ev}
+    assert a._qps[qa2].ev is not None and a._qps[qa2].ev.is_usable(3)  # its own state: GOOD
+    # GOOD again: back in the rotation of control packets
+    mgr.set_state(3, EvState.GOOD, "test", controller=True)
+    net.sent.clear()
+    b.post_send(qb2, SendWR(2, WrOpcode.WRITE, mb.addr, len(src), mb.lkey, ma.addr, ma.rkey),
+                net.now)
+    assert net.run(lambda: sum(isinstance(e, Completion) for e in net.events[1]) == 2,
+                   max_time=1.0)
+    assert bad_ev in {tx.ev for (_t, s, tx) in net.sent if s == 0 and tx.pkt.seth is not None}
+
+
+def test_a_retransmission_takes_another_ev_even_if_the_lost_copy_s_is_the_only_usable_one() -> None:
+    mgr = EvManager([EvEntry(0x10 + i, 0) for i in range(3)], active_count=0, min_active=0,
+                    seed=1, emit=lambda *a: None)
+    mgr.set_state(1, EvState.ASSUMED_BAD, "x")
+    mgr.set_state(2, EvState.ASSUMED_BAD, "x")
+    assert mgr.usable() == [0] and mgr.pick() == 0
+    assert mgr.pick(avoid=0) in (1, 2) and mgr.fallbacks == 1

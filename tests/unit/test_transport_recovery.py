@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from hosts.transport.cc import NoCongestionControl
+from hosts.transport.counters import RTX_NACK
 from hosts.transport.ev import EvManager
 from hosts.transport.lognames import ACK_TIMEOUT, PACKETS_LOST
 from hosts.transport.profiles import EvEntry
@@ -153,9 +154,9 @@ def test_lost_bytes_leave_flight_and_a_retransmission_brings_them_back() -> None
     r = rig()
     r.rec.on_sent(0, 0, SIZE, 0.0, False)
     r.rec.on_sent(1, 1, SIZE, 0.0, False)
-    assert r.rec.mark_lost(1) and not r.rec.mark_lost(1)  # once
+    assert r.rec.mark_lost(1, RTX_NACK) and not r.rec.mark_lost(1, RTX_NACK)  # once
     assert r.rec.lost == bits(1) and r.rec.inflight == SIZE
-    assert not r.rec.mark_lost(2)  # never sent
+    assert not r.rec.mark_lost(2, RTX_NACK)  # never sent
     r.rec.lost = 0  # the requester takes PSN 1 for retransmission
     r.rec.on_sent(1, 2, 0, 5e-6, True)
     assert r.rec.inflight == 2 * SIZE and r.rec.transmissions(1) == 1
@@ -174,7 +175,7 @@ def test_service_time_is_taken_out_of_the_rtt_and_retransmitted_triggers_give_no
     # Karn: a trigger that was retransmitted gives no sample
     r.rec.on_cumulative_ack(1, 130e-6)
     r.rec.on_sent(1, 0, SIZE, 140e-6, False)
-    r.rec.mark_lost(1)
+    r.rec.mark_lost(1, RTX_NACK)
     r.rec.lost = 0
     r.rec.on_sent(1, 1, 0, 150e-6, True)
     _acked, rtt, _svc = r.rec.on_sack(bits(1, una=1), 1, ts16(150e-6), False, True, 160e-6)
@@ -209,6 +210,26 @@ def test_time_threshold_catches_a_silent_plane() -> None:
     assert r.rec.lost == bits(0) and r.qp.counts == {"loss_time": 1}
 
 
+def test_within_a_plane_a_quarter_of_the_rtt_is_enough() -> None:
+    """Fewer packets in flight than the reordering threshold: a packet of the same plane sent
+    at least srtt/4 later was delivered, so the older one is lost (cross-plane it would take a
+    whole srtt)."""
+    r = rig(planes=2)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)  # plane 0, vanishes
+    r.rec.on_sent(1, 0, SIZE, 3e-6, False)  # plane 0, 3 us later
+    r.rec.on_sent(2, 1, SIZE, 3e-6, False)  # plane 1
+    r.rec.on_sack(bits(1, 2), 2, 0, False, False, 11e-6)  # srtt = 8 us: 3 us >= 8 / 4
+    r.rec.detect_losses(11e-6, None)
+    assert r.rec.lost == bits(0) and r.qp.counts == {"loss_time": 1}
+    # the same gap across planes is not enough
+    x = rig(planes=2)
+    x.rec.on_sent(0, 1, SIZE, 0.0, False)  # plane 1, vanishes
+    x.rec.on_sent(1, 0, SIZE, 3e-6, False)
+    x.rec.on_sack(bits(1), 1, 0, False, False, 11e-6)
+    x.rec.detect_losses(11e-6, None)
+    assert x.rec.lost == 0
+
+
 def test_spurious_retransmissions_double_the_thresholds_up_to_their_caps() -> None:
     r = rig(reorder_threshold=3)
     for _ in range(6):
@@ -222,7 +243,7 @@ def test_spurious_retransmissions_double_the_thresholds_up_to_their_caps() -> No
 def test_reflected_timestamp_of_the_last_copy_lets_a_retransmission_advance_the_detector() -> None:
     r = rig(reorder_threshold=2)
     r.rec.on_sent(0, 0, SIZE, 0.0, False)
-    r.rec.mark_lost(0)
+    r.rec.mark_lost(0, RTX_NACK)
     r.rec.lost = 0
     r.rec.on_sent(0, 0, 0, 10e-6, True)  # plane sequence 1
     r.rec.on_sent(1, 0, SIZE, 11e-6, False)  # plane sequence 2
@@ -234,7 +255,7 @@ def test_reflected_timestamp_of_the_last_copy_lets_a_retransmission_advance_the_
     # with the first copy's timestamp the detector would not have moved
     r2 = rig(reorder_threshold=2)
     r2.rec.on_sent(0, 0, SIZE, 0.0, False)
-    r2.rec.mark_lost(0)
+    r2.rec.mark_lost(0, RTX_NACK)
     r2.rec.lost = 0
     r2.rec.on_sent(0, 0, 0, 10e-6, True)
     r2.rec.on_sack(bits(0), 0, ts16(0.0), False, True, 20e-6)
@@ -255,8 +276,9 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     assert probe.pkt.peth is not None and probe.pkt.peth.tx_timestamp == ts16(120e-6)
     assert probe.pkt.bth.psn == probe.pkt.peth.probe_id == 1
     assert r.qp.counts["tx_probe"] == 1
-    # one probe at a time: the ACK timeout is the next deadline
-    assert r.rec.next_timer() == pytest.approx(20e-6 + T10)
+    # one probe at a time: an unanswered one is repeated probe_after later (times the ACK
+    # timeout's backoff, 1 before the first expiry)
+    assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
     r.rec.on_sent(10, 0, SIZE, 125e-6, False)  # sent after the probe
     # the answer (pr=1, bitmap from PSN 5): only PSN 7 arrived
     r.rec.on_sack(bits(7, una=5), 4, 0, False, False, 140e-6)
@@ -265,7 +287,43 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     assert r.rec.lost == bits(5, 6, 8, 9, una=5)
     assert r.qp.counts["loss_probe"] == 4
     assert r.qp.logs[-1] == (140e-6, PACKETS_LOST, {"trigger": "probe", "count": 4, "una": 5})
-    assert r.rec.next_timer() == pytest.approx(140e-6 + 100e-6)  # the next probe may go
+    # PSN 5 is still the oldest unacknowledged: the next probe goes probe_after after this one
+    assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
+
+
+def test_an_unanswered_probe_is_repeated_on_another_ev_with_the_timeout_backoff() -> None:
+    r = rig(probe_after=100e-6, retry=RetryAttr(0, EXP_CNT_INFINITE))
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)
+    r.rec.on_timer(100e-6)  # quiet for probe_after: probe 1
+    assert r.qp.counts["tx_probe"] == 1 and "probe_expired" not in r.qp.counts
+    r.rec.on_timer(200e-6)  # no answer: probe 2, and the first counts as expired
+    assert r.qp.counts["tx_probe"] == 2 and r.qp.counts["probe_expired"] == 1
+    assert r.qp.ctrl[0].ev != r.qp.ctrl[1].ev  # the rotation moved on
+    r.rec.on_timer(T10)  # the ACK timeout (linear_cnt 0): from now on the backoff is 2
+    assert r.qp.counts["timeouts"] == 1 and r.qp.counts["tx_probe"] == 3
+    assert r.rec.next_timer() == pytest.approx(T10 + 2 * 100e-6)
+
+
+def test_a_probe_goes_out_when_the_oldest_psn_is_stuck_even_while_sacks_flow() -> None:
+    r = rig(probe_after=100e-6, reorder_threshold=64)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)  # the stuck one
+    for k in range(1, 20):  # later PSNs keep being acknowledged: feedback, but no progress
+        r.rec.on_sent(k, k % 4, SIZE, k * 10e-6, False)
+        r.rec.on_sack(bits(k), k, 0, False, False, k * 10e-6 + 5e-6)
+        r.rec.on_timer(k * 10e-6 + 5e-6)
+    assert r.qp.counts["tx_probe"] == 1 and r.rec.last_probe == pytest.approx(105e-6)
+
+
+def test_a_psn_lost_again_and_a_probe_after_an_expired_one_take_the_ev_that_delivered_last() -> None:
+    r = rig(n_evs=4, probe_after=100e-6)
+    for psn in range(3):
+        r.rec.on_sent(psn, psn, SIZE, psn * 1e-6, False)
+    r.rec.on_sack(bits(1, 2), 2, 0, False, False, 10e-6)  # EV index 2 delivered last
+    assert r.rec.fresh_ev == 2
+    assert r.rec.proven_ev(avoid=2) == -1 and r.rec.proven_ev(avoid=0) == 2
+    r.rec.on_timer(100e-6)  # no progress: probe 1 on the rotation
+    r.rec.on_timer(200e-6)  # unanswered: probe 2 on the proven EV
+    assert r.qp.counts["probe_expired"] == 1 and r.qp.ctrl[-1].ev == 0x102
 
 
 def test_per_packet_timer() -> None:
@@ -281,13 +339,27 @@ def test_per_packet_timer() -> None:
     assert r.rec.next_timer() == pytest.approx(80e-6)
 
 
-def test_three_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
+def test_two_slow_or_three_fast_inferred_losses_in_a_row_make_an_ev_assumed_bad() -> None:
+    """Losses that waited a round trip (here the per-packet timer) weigh 1.5 fast ones: two in
+    a row are enough; three found by the reordering threshold are needed."""
     r = rig(per_packet_timeout=10e-6)
     for psn in range(4):
-        r.rec.on_sent(psn, 0, SIZE, 0.0, False)  # all on EV index 0
-    r.rec.on_sack(bits(3), 3, 0, False, False, 5e-6)  # a delivery on EV 0 resets its count
-    r.rec.on_timer(10e-6)  # PSNs 0, 1, 2 vanished: three in a row on EV 0
+        r.rec.on_sent(psn, psn % 2, SIZE, 0.0, False)  # EV indexes 0, 1, 0, 1
+    r.rec.on_sack(bits(1), 1, 0, False, False, 5e-6)  # a delivery on EV 1 resets its count
+    r.rec.on_timer(10e-6)  # PSNs 0, 2 (EV 0) and 3 (EV 1) vanished
     assert r.ev_log == [(0, EvState.GOOD, EvState.ASSUMED_BAD, "repeated_loss")]
+    assert r.rec.ev_loss[1] == 3  # one slow loss on EV 1 since its last delivery: still GOOD
+    fast = rig(reorder_threshold=1)
+    for psn, idx in ((0, 0), (1, 0), (2, 1)):
+        fast.rec.on_sent(psn, idx, SIZE, psn * 1e-6, False)
+    fast.rec.on_sack(bits(2), 2, 0, False, False, 10e-6)
+    fast.rec.detect_losses(10e-6, None)  # PSNs 0 and 1 (EV 0) lost by reordering
+    assert fast.qp.counts["loss_fast"] == 2 and fast.ev_log == []  # two fast: not enough
+    for psn, idx in ((3, 0), (4, 1)):
+        fast.rec.on_sent(psn, idx, SIZE, psn * 1e-6, False)
+    fast.rec.on_sack(bits(4), 4, 0, False, False, 11e-6)
+    fast.rec.detect_losses(11e-6, None)  # PSN 3 (EV 0): the third
+    assert fast.ev_log == [(0, EvState.GOOD, EvState.ASSUMED_BAD, "repeated_loss")]
     # RC never changes EV states from the datapath
     rc = rig(per_packet_timeout=10e-6, rc=True)
     for psn in range(4):
@@ -312,7 +384,10 @@ def test_ack_timeout_backs_off_linearly_then_exponentially_then_gives_up() -> No
     assert fired == pytest.approx(expected)
     assert r.qp.counts["timeouts"] == linear + exp + 1
     timeouts = [d for (_t, name, d) in r.qp.logs if name == ACK_TIMEOUT]
-    assert timeouts == [{"una": 0, "retries": k} for k in range(1, linear + exp + 1)]
+    assert timeouts == [
+        {"una": 0, "retries": k, "interval": pytest.approx(waits[k - 1]),
+         "next_interval": pytest.approx(waits[k])}
+        for k in range(1, linear + exp + 1)]
     assert len(r.qp.fails) == 1
     when, status, detail = r.qp.fails[0]
     assert when == pytest.approx(17 * T10) and status == WcStatus.RETRY_EXC_ERR
@@ -328,13 +403,29 @@ def test_unlimited_retries_never_give_up_and_progress_restarts_the_timeout() -> 
     for k in range(40):
         nxt = r.rec.next_timer()
         assert nxt is not None
-        assert nxt - t == pytest.approx(T10 * 2 ** min(k, 30))
+        # doubling per expiry up to the cap (HostConfig.ack_backoff_cap, 64 by default)
+        assert nxt - t == pytest.approx(T10 * min(2**k, 64))
         t = nxt
         r.rec.on_timer(t)
     assert r.qp.fails == []
+    assert r.rec.max_interval == pytest.approx(64 * T10)
     r.rec.on_cumulative_ack(1, t)  # progress: back to the first interval
     assert r.rec.retries == 0 and r.rec.next_timer() == pytest.approx(t + T10)
     assert r.rec.retry_budget_exhausted(10**6) is False
+
+
+def test_backoff_cap_is_configurable() -> None:
+    r = rig(retry=RetryAttr(1, EXP_CNT_INFINITE), probe_after=1e9, ack_backoff_cap=4)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)
+    waits = []
+    t = 0.0
+    for _ in range(6):
+        nxt = r.rec.next_timer()
+        assert nxt is not None
+        waits.append(round((nxt - t) / T10, 6))
+        t = nxt
+        r.rec.on_timer(t)
+    assert waits == [1, 1, 2, 4, 4, 4]
 
 
 def test_timeout_presumes_old_copies_lost_and_their_evs_bad_unless_trimmed() -> None:
