@@ -246,18 +246,19 @@ def test_with_an_unmarked_last_hop_a_standing_delay_above_target_is_a_mark() -> 
     # the reference: delay 150 us >= target without ECN is a fair increase (inc only here)
     ref = make()
     assert sack(ref, 10, 1000, 250) == 100_000 and ref.counts["fair"] == 1
-    # MRC's last hop marks no ECN: a delay that stands over two base_rtt + target windows
-    # (175 us) is its mark
+    # MRC's last hop marks no ECN: a delay over target in two fresh samples in a row is its mark
     cc = make(unmarked_last_hop=True)
-    assert sack(cc, 10, 1000, 250) == 100_000  # one window seen: not yet standing
+    assert sack(cc, 10, 1000, 250) == 100_000  # one sample: not yet standing
     assert cc.counts["fair"] == 1 and cc.counts["delay_marked"] == 0
-    # a new window, every sample of both >= 150 us: x (1 - 0.8 (150 - 75) / 150) = 0.6
-    assert sack(cc, 200, 1000, 250) == pytest.approx(60_000)
+    assert sack(cc, 20, 1000, None) == 100_000  # no fresh sample (a retransmitted trigger)
+    assert cc.counts["delay_marked"] == 0
+    # the second fresh sample >= 150 us: x (1 - 0.8 (150 - 75) / 150) = 0.6
+    assert sack(cc, 30, 1000, 250) == pytest.approx(60_000)
     assert cc.counts["delay_marked"] == 1
-    assert sack(cc, 250, 1000, 250) == pytest.approx(60_000)  # once per base RTT
-    # one sample without delay in the window: the delay does not stand, no mark
+    assert sack(cc, 50, 1000, 250) == pytest.approx(60_000)  # once per base RTT
+    # samples alternating over and under target: the delay does not stand, no mark
     jitter = make(unmarked_last_hop=True)
-    for t, rtt in ((10, 250), (100, 100), (200, 250), (300, 250)):
+    for t, rtt in ((10, 250), (100, 100), (200, 250), (300, 100), (400, 250)):
         sack(jitter, t, 1000, rtt)
     assert jitter.counts["delay_marked"] == 0 and jitter.cwnd == 100_000
     # below target it still increases proportionally (pending, no adjustment here)
