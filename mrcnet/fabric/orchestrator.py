@@ -108,8 +108,8 @@ class RunOptions:
     cp_delay: float = 1.0  # control-plane delay before route withdrawal/restoration
     window: int = 128 << 10  # bytes in flight per QP (fixed-window CC)
     # The workloads' congestion control: "fixed" (the window above) or "nscc" (CC profile 1).
-    # NSCC is not the default: it holds the incast targets but not yet the permutation and
-    # single-QP goodput ones at TDF 1 (docs/fabric.md, "NSCC").
+    # NSCC is not the default: it meets its targets in faithful runs, not in CPU-bound TDF 1
+    # runs with fast links (docs/fabric.md, "Congestion control").
     cc: str = "fixed"
     lb: str = "rotation"  # load balancing of the run's EV profile: rotation, reps, bitmap
     results_root: Path = REPO / "results" / "runs"
