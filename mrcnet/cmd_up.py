@@ -20,6 +20,7 @@ import os
 import sys
 from typing import Any
 
+from controller.profile_store import LB_POLICIES
 from topologies.model import PathMode
 
 MiB = 1 << 20
@@ -52,7 +53,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc", choices=["nscc", "fixed"], default="fixed",
                         help="congestion control of the workloads' QPs: the fixed window "
                              "(--window, default) or NSCC (the run's CC profile 1)")
-    parser.add_argument("--lb", choices=["rotation", "reps", "bitmap"], default="rotation",
+    parser.add_argument("--lb", choices=LB_POLICIES, default="rotation",
                         help="load balancing over the EVs (the run's EV profile): the fixed "
                              "rotation (default), REPS (recycle EVs that came back unmarked) "
                              "or the bitmap penalty")

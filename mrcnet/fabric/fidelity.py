@@ -196,6 +196,14 @@ def _figures(w: dict[str, Any]) -> dict[str, Any]:
             "max_lag_s": w["max_lag_s"], "late": w["late"], "events": w["events"]}
 
 
+def verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"faithful", "max_lag_fraction"}`` of a workload summary (``Workload.summary()``):
+    not faithful and no fraction when the run had no fidelity monitor (BMv2)."""
+    report = summary.get("fidelity") or {}
+    return {"faithful": bool(report.get("faithful")),
+            "max_lag_fraction": report.get("max_lag_fraction")}
+
+
 def warning(report: Mapping[str, Any]) -> str | None:
     """One line for the user when the run was not faithful (None when it was)."""
     if report.get("faithful", True):

@@ -57,6 +57,7 @@ from common import fabric_registry
 from common.netns import stop_process_group, wait_until
 from common.p4runtime_client import CONTROLLER_ELECTION_ID
 from common.vclock import RunClock
+from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.base_rtt import measure_base_rtt
 from mrcnet.fabric.builder import MininetFabric
 from mrcnet.fabric.captures import Captures
@@ -76,7 +77,7 @@ CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this man
 
 
 CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
-LB_CHOICES = ("rotation", "reps", "bitmap")  # RunOptions.lb: the EV profile's spraying policy
+LB_CHOICES = LB_POLICIES  # RunOptions.lb: the EV profile's spraying policy
 
 
 METRICS_INTERVAL = 0.5  # s between the agents' qlog metrics (what the live view reads)

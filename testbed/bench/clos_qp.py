@@ -19,6 +19,9 @@ import os
 import sys
 from typing import Any
 
+from controller.profile_store import LB_POLICIES
+from mrcnet.fabric.fidelity import verdict
+
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -26,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", default="10Gbps")
     parser.add_argument("--size", default="128MiB")
     parser.add_argument("--cc", default="nscc,fixed", help="comma-separated, in order")
-    parser.add_argument("--lb", default="reps", choices=["rotation", "reps", "bitmap"])
+    parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
     parser.add_argument("--window", default="128KiB", help="the fixed window")
     parser.add_argument("--src", default="h0")
     parser.add_argument("--dst", default="h3")
@@ -68,8 +71,7 @@ def measure(fab: Any, src: str, dst: str, size: int, cc_profile: int) -> dict[st
            for k in procs}
     return {
         "completed": bool(summary["completed"]),
-        "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
-        "max_lag_fraction": (summary.get("fidelity") or {}).get("max_lag_fraction"),
+        **verdict(summary),
         "goodput_bps": round(size * 8 / seconds) if seconds > 0 else 0,
         "retransmitted_fraction": round(rtx / packets, 5) if packets else None,
         "retransmitted_packets": rtx,

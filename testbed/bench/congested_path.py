@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from mrcnet.fabric.fidelity import verdict
+
 SLOW = ("p0-leaf0", "p0-spine0")
 
 
@@ -95,7 +97,7 @@ def measure(lb: str, topo_path: Path, size: int, cc: str, tdf: float = 1.0) -> d
         stats = flow.writer.get("qp_stats", {})
         return {
             "completed": bool(summary["completed"]),
-            "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
+            "faithful": verdict(summary)["faithful"],
             "slow_share": round(sent[(SLOW[0], slow_port)] / total, 4) if total else None,
             "uplink_packets": {f"{k[0]}:{k[1]}": v for k, v in sorted(sent.items())},
             "goodput_bps": round(size * 8 / seconds) if seconds else 0,

@@ -30,6 +30,8 @@ import sys
 from typing import Any
 
 from common.classes import DEFAULT_CLASSES, TrafficClass
+from controller.profile_store import LB_POLICIES
+from mrcnet.fabric.fidelity import verdict
 
 DATA_CLASSES = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX, TrafficClass.NO_TRIM)
 KEYS = ("p100_fct_s", "p50_fct_s", "jain_fairness", "trims", "drops", "timeouts",
@@ -43,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rate of every link ('file': the topology's own)")
     parser.add_argument("--size", default="16MiB", help="bytes per sender")
     parser.add_argument("--window", default="64KiB", help="the fixed window (bytes per QP)")
-    parser.add_argument("--lb", default="reps", choices=["rotation", "reps", "bitmap"])
+    parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
     parser.add_argument("--cc", default="nscc,fixed",
                         help="comma-separated congestion controls to run, in order")
     parser.add_argument("--tdf", type=float, default=4.0,
@@ -147,8 +149,7 @@ def measure(fab: Any, receiver: str, size: int, cc_profile: int, timeout: float)
         "p99_queue_delay_s": round(hist_percentile(hist, bucket, 0.99), 5),
         "goodput_fraction": round(total * 8 / makespan / rate, 4) if makespan > 0 else 0.0,
         "completed": bool(summary["completed"]),
-        "faithful": bool((summary.get("fidelity") or {}).get("faithful")),
-        "max_lag_fraction": (summary.get("fidelity") or {}).get("max_lag_fraction"),
+        **verdict(summary),
         "senders": len(wl.flows),
         "bottleneck_bps": rate,
         "retransmitted_packets": int(summary["retransmitted_packets"]),

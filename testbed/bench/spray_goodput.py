@@ -21,6 +21,8 @@ import json
 import sys
 from typing import Any
 
+from controller.profile_store import LB_POLICIES
+from mrcnet.fabric.fidelity import verdict
 from testbed.bench.failover_goodput import capacity
 
 
@@ -33,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="time-dilation factor of the run's clock (times are virtual)")
     parser.add_argument("--delay", default=None, help="one-way delay of every link")
     parser.add_argument("--cc", default="nscc", choices=["nscc", "fixed"])
-    parser.add_argument("--lb", default="reps", choices=["rotation", "reps", "bitmap"])
+    parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
     parser.add_argument("--window", default="128KiB", help="the fixed window (--cc fixed)")
     parser.add_argument("--json", action="store_true")
 
@@ -69,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
             out[f"{key}_fraction"] = round(rate / ideal, 3) if s["completed"] else 0.0
             out[f"{key}_bps"] = round(rate)
             out[f"{key}_completed"] = bool(s["completed"])
-            out[f"{key}_faithful"] = bool((s.get("fidelity") or {}).get("faithful"))
+            out[f"{key}_faithful"] = verdict(s)["faithful"]
             out[f"{key}_retransmitted"] = int(s["retransmitted_packets"])
             out[f"{key}_timeouts"] = sum(int(f["timeouts"] or 0) for f in s["per_flow"])
         out["ideal_bps"] = round(ideal)

@@ -8,7 +8,7 @@ import pytest
 
 from common.lag import LagMeter
 from mrcnet.cmd_up import parse_tdf
-from mrcnet.fabric.fidelity import Mark, agent_windows, assess, cpu_seconds, warning
+from mrcnet.fabric.fidelity import Mark, agent_windows, assess, cpu_seconds, verdict, warning
 from mrcnet.fabric.results import summary_table
 
 
@@ -86,3 +86,11 @@ def test_summary_table_labels_virtual_time_and_shows_the_verdict() -> None:
     assert "virtual s" in table.splitlines()[0]
     assert "91%" in table and "NO" in table
     assert "virtual" not in summary_table([w]).splitlines()[0]
+
+
+def test_the_verdict_of_a_workload_summary() -> None:
+    assert verdict({"fidelity": {"faithful": True, "max_lag_fraction": 0.002}}) == {
+        "faithful": True, "max_lag_fraction": 0.002}
+    # no monitor (BMv2): never called faithful
+    assert verdict({"fidelity": None}) == {"faithful": False, "max_lag_fraction": None}
+    assert verdict({}) == {"faithful": False, "max_lag_fraction": None}
