@@ -29,7 +29,8 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -222,13 +223,20 @@ class CtlLink:
                              f"{self.agent.config.name}")
         now = self.agent.now()
         if cmd.op_type == pb.EP_OP_EV_PROBE:
-            rid = self.agent.call(core.send_ev_probe, dst, port, int(req.req_ev.value), now)
+            send: Callable[[], int] = partial(core.send_ev_probe, dst, port,
+                                              int(req.req_ev.value), now)
         elif cmd.op_type == pb.EP_OP_PORT_STATUS_UPDATE:
             # port_status: bit p-1 = port p usable, as the core's (and the wire's) mask
-            rid = self.agent.call(core.send_port_status_update, dst, now, int(req.port_status))
+            send = partial(core.send_port_status_update, dst, now, int(req.port_status))
         else:
             return
-        self._ep[int(rid)] = (int(cmd.corr_id), int(req.req_id))
+        entry = (int(cmd.corr_id), int(req.req_id))
+
+        def send_and_remember() -> None:
+            # on the loop thread: the request id is known before its answer can be read
+            self._ep[int(send())] = entry
+
+        self.agent.call(send_and_remember)
         self.counters["ep"] += 1
 
     def _port_admin(self, cmd: pb.PortAdminCommand) -> None:

@@ -136,34 +136,39 @@ def test_profiles_denials_and_reports(server: ControllerServer) -> None:
 class Wire:
     """Moves packets between the cores of stand-in agents (lossless, at once) on a thread."""
 
-    def __init__(self, agents: list[StandInAgent]) -> None:
+    def __init__(self, agents: list[StandInAgent], threaded: bool = True) -> None:
         self.agents = agents
         self.by_gid = {p.gid: (a, i) for a in agents for i, p in enumerate(a.config.ports)}
         self.ports: list[tuple[str, int]] = []  # (sender, port) of every data packet
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
+        if threaded:
+            self.thread.start()
 
     def run(self) -> None:
+        while not self.stop.is_set():
+            if not self.pump():
+                time.sleep(0.001)
+
+    def pump(self) -> int:
+        """One pass: every packet the cores have to send is received by its peer now."""
         from hosts.transport import RxMeta
 
-        while not self.stop.is_set():
-            moved = 0
-            for a in self.agents:
-                with a.lock:
-                    pkts = a.core.packets_to_send(a.now())
-                for tx in pkts:
-                    moved += 1
-                    if tx.pkt.reth is not None:
-                        self.ports.append((a.config.name, tx.port))
-                    dst, port = self.by_gid[tx.dst_gid]
-                    meta = RxMeta(port, a.config.ports[tx.port].gid, tx.dst_gid, tx.ev,
-                                  a.config.classes.dscp[tx.tclass])
-                    with dst.lock:
-                        dst.core.receive(tx.pkt, meta, dst.now())
-                        dst.drain()
-            if not moved:
-                time.sleep(0.001)
+        moved = 0
+        for a in self.agents:
+            with a.lock:
+                pkts = a.core.packets_to_send(a.now())
+            for tx in pkts:
+                moved += 1
+                if tx.pkt.reth is not None:
+                    self.ports.append((a.config.name, tx.port))
+                dst, port = self.by_gid[tx.dst_gid]
+                meta = RxMeta(port, a.config.ports[tx.port].gid, tx.dst_gid, tx.ev,
+                              a.config.classes.dscp[tx.tclass])
+                with dst.lock:
+                    dst.core.receive(tx.pkt, meta, dst.now())
+                    dst.drain()
+        return moved
 
     def close(self) -> None:
         self.stop.set()
@@ -259,6 +264,46 @@ def test_controller_port_status_update_carries_its_mask_and_peers_avoid_the_plan
             ctl.ctl.EpBatchSendWait(req, timeout=10)
     finally:
         wire.close()
+        for link in links:
+            link.close()
+        ctl.close()
+
+
+class AnsweredAtOnceAgent(StandInAgent):
+    """A loop that, right after running a call, moves every packet and its answer before the
+    calling thread gets the result back: the fastest peer there can be."""
+
+    wire: Wire | None = None
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        out = super().call(fn, *args)
+        while self.wire is not None and self.wire.pump():
+            pass
+        return out
+
+
+def test_an_endpoint_answer_faster_than_the_calling_thread_still_reaches_the_controller(
+        server: ControllerServer) -> None:
+    """The answer to a controller's endpoint operation can be read before the thread that
+    asked the core to send it runs again: the request id must be known by then (a race seen
+    in CI as an unanswered Port Status Update)."""
+    agents = [AnsweredAtOnceAgent("h0", 1), AnsweredAtOnceAgent("h1", 2)]
+    wire = Wire(list(agents), threaded=False)
+    for a in agents:
+        a.wire = wire
+    links = [CtlLink(a, server.address) for a in agents]  # type: ignore[arg-type]
+    for link in links:
+        link.start()
+    ctl = CtlClient(server.address)
+    try:
+        _wait(lambda: ctl.agents() == {"h0": True, "h1": True}, "agents attached")
+        req = pb.EpBatchRequest(op_type=pb.EP_OP_PORT_STATUS_UPDATE, rsp_timeout_ns=2 * 10**9)
+        req.requests.add(req_id=5, sgid="fd00:6d72:6300::1", dgid="fd00:6d72:6300::2",
+                         port_status=0b11)
+        resp = ctl.ctl.EpBatchSendWait(req, timeout=10)
+        assert [r.req_id for r in resp.responses] == [5] and not resp.timed_out
+        assert agents[0].core.host_stats()["rx_psu_response"] == 1
+    finally:
         for link in links:
             link.close()
         ctl.close()
