@@ -70,6 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except KeyboardInterrupt:
+        # the clean-up has run: a further Ctrl-C or SIGTERM must not turn the exit into a death
+        # by signal half-way through reporting it
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        previous = signal.SIG_IGN
         print("interrupted", file=sys.stderr)
         return 130
     finally:
