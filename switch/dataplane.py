@@ -39,7 +39,7 @@ from common.vclock import RunClock
 from switch.pcap import PcapWriter
 from switch.pipeline import Pipeline
 from switch.ports import MAX_FRAME, LinkWatcher, Port, oper_up
-from switch.traffic import TrafficManager
+from switch.traffic import DirectionStats, QueueStats, TrafficManager
 
 log = logging.getLogger("switch.dataplane")
 
@@ -81,6 +81,14 @@ class PortCounters:
     tx_error_bytes: int = 0
 
 
+def _count_sent(stats: DirectionStats, queue: QueueStats, packets: int, nbytes: int) -> None:
+    """Frames that went straight onto an idle wire: transmitted by the port and queue."""
+    queue.packets += packets
+    queue.bytes += nbytes
+    stats.packets += packets
+    stats.bytes += nbytes
+
+
 class Dataplane:
     """Owns the ports, the traffic manager and the captures; runs the forwarding loop."""
 
@@ -113,6 +121,7 @@ class Dataplane:
             "no_such_port_drops": 0,
             "rx_errors": 0,
             "pipeline_errors": 0,
+            "forwarding_errors": 0,
             "commands": 0,
         }
         self.port_status_hooks: list[PortStatusHook] = []
@@ -252,6 +261,7 @@ class Dataplane:
         captures = self.captures
         ingress_shaped = tm.ingress_shaped
         process = self._process
+        failed = self._pipeline_failed
         pipeline = self.pipeline
         pipeline_lock = pipeline.lock
         qdepth = tm.qdepth
@@ -337,25 +347,38 @@ class Dataplane:
                     if cap is not None and cap.rx:
                         for data in frames:
                             cap.write(data)
-                    # The hot path, inlined: pipeline (its lock taken once per batch, the
-                    # frames still processed and enqueued one by one, so each sees the queue
-                    # depth the previous ones left), then onto an idle unshaped wire (counted
-                    # as sent, the frame joins its port's send batch) or into the egress queue.
+                    # The hot path, inlined: pipeline (its lock taken once per batch; the
+                    # batch generator yields each frame's copies before it runs the next
+                    # frame, so each sees the queue depth the previous ones left), then onto
+                    # an idle unshaped wire (counted as sent, the frame joins its port's send
+                    # batch) or into the egress queue.
                     with pipeline_lock:
-                        dp_process = pipeline.datapath_process()
-                        for data in frames:
-                            try:
-                                egress_packets = dp_process(data, port, now, qdepth)
-                            except Exception:
-                                self._pipeline_failed(port)
-                                continue
-                            for eg in egress_packets:
-                                out = eg.port
+                        batch = pipeline.datapath_batch()(frames, port, now, qdepth, failed)
+                        # A run of copies to the same idle unshaped (port, queue) is counted
+                        # once at its end: the wire stays idle (nothing is queued there).
+                        run_key = (-1, -1)
+                        run_pend: list[bytes] = []
+                        run_queue: QueueStats | None = None
+                        run_stats: DirectionStats | None = None
+                        run_n = run_bytes = 0
+                        try:
+                            for out, prio, frame, trimmed, marked in batch:
+                                if run_queue is not None and (out, prio) == run_key:
+                                    run_n += 1
+                                    run_bytes += len(frame)
+                                    run_pend.append(frame)
+                                    if trimmed:
+                                        run_queue.trims += 1
+                                    if marked:
+                                        run_queue.ecn_marks += 1
+                                    continue
+                                if run_queue is not None and run_stats is not None:
+                                    _count_sent(run_stats, run_queue, run_n, run_bytes)
+                                    run_queue = None
                                 sh = egress_get(out)
                                 if sh is None:
                                     misc["no_such_port_drops"] += 1
                                     continue
-                                prio = eg.priority
                                 if (
                                     sh.direct
                                     and not sh.backlog
@@ -366,23 +389,25 @@ class Dataplane:
                                     if pend is None:  # a shaper without a socket
                                         misc["no_such_port_drops"] += 1
                                         continue
-                                    frame = eg.data
-                                    size = len(frame)
-                                    st = sh.stats
-                                    qs = st.queues[prio]
-                                    qs.packets += 1
-                                    qs.bytes += size
-                                    st.packets += 1
-                                    st.bytes += size
-                                    if eg.trimmed:
-                                        qs.trims += 1
-                                    if eg.ecn_marked:
-                                        qs.ecn_marks += 1
                                     if not pend:
                                         dirty.append(out)
                                     pend.append(frame)
+                                    run_key, run_pend = (out, prio), pend
+                                    run_stats = sh.stats
+                                    run_queue = run_stats.queues[prio]
+                                    run_n, run_bytes = 1, len(frame)
+                                    if trimmed:
+                                        run_queue.trims += 1
+                                    if marked:
+                                        run_queue.ecn_marks += 1
                                 else:
-                                    sh.enqueue(eg.data, prio, now, eg.trimmed, eg.ecn_marked)
+                                    sh.enqueue(frame, prio, now, trimmed, marked)
+                        except Exception:  # a traffic-manager bug: this batch's rest is lost
+                            log.exception("forwarding a batch from port %d failed", port)
+                            misc["forwarding_errors"] += 1
+                        finally:
+                            if run_queue is not None and run_stats is not None:
+                                _count_sent(run_stats, run_queue, run_n, run_bytes)
                 if dirty:
                     # One sendmmsg per port for what this round put on idle wires (before
                     # the next service(), as the frames queued meanwhile are behind them).

@@ -737,7 +737,9 @@ class CGen:
         w(f"if ({spec} == {self.drop_port}) return Py_BuildValue(\"(iO)\", 0, Py_None);")
         w(f"long eport = (long){spec}; long prio = (long){prio};")
         w("u128 enq = 0, enq_bytes = 0;")
-        w("{ PyObject *qr = PyObject_CallFunction(qdepth, \"ll\", eport, prio);")
+        w("{ PyObject *qa[2] = {PyLong_FromLong(eport), PyLong_FromLong(prio)};")
+        w("  PyObject *qr = (qa[0] && qa[1]) ? PyObject_Vectorcall(qdepth, qa, 2, NULL) : NULL;")
+        w("  Py_XDECREF(qa[0]); Py_XDECREF(qa[1]);")
         w("  if (qr == NULL) goto py_error;")
         w("  if (!PyTuple_Check(qr) || PyTuple_GET_SIZE(qr) != 2) { Py_DECREF(qr);"
           " PyErr_SetString(PyExc_TypeError, \"qdepth must return (packets, bytes)\"); goto py_error; }")

@@ -284,33 +284,53 @@ class Engine:
         """``process`` without building Output objects for the common case: None when the
         packet is dropped, ``(port, priority, data, truncated)`` for one unicast copy of
         instance type NORMAL, else the list of outputs."""
+        now_us = int(((self.clock() if now is None else now) - self.origin) * 1e6)
+        q = qdepth or _no_queues
+        try:
+            kind, r = self.fast(frame, port, now_us, len(frame), q)
+        except Exception as exc:
+            self.stats.packets += 1
+            self.failed(exc)
+            return None
+        return self.settle(kind, r, frame, port, now_us, q)
+
+    def settle(self, kind: int, r: Any, frame: bytes, port: int, now_us: int,
+               qdepth: QDepthFn) -> tuple[int, int, bytes, bool] | list[Output] | None:
+        """Count a packet ``fast`` ran and finish it where ``fast`` stopped; ``run``'s
+        result. (A batch caller may count the common case itself: kind 0 with a result is
+        one packet and one output.)"""
         stats = self.stats
         stats.packets += 1
+        if kind == 0:
+            if r is not None:
+                stats.outputs += 1
+                return r  # type: ignore[no-any-return]
+            stats.dropped += 1
+            return None
         outs: list[Output] = []
         try:
-            now_us = int(((self.clock() if now is None else now) - self.origin) * 1e6)
-            q = qdepth or _no_queues
-            kind, r = self.fast(frame, port, now_us, len(frame), q)
-            if kind == 0:
-                if r is not None:
-                    stats.outputs += 1
-                    return r  # type: ignore[no-any-return]
-            else:
-                self.finish(kind, r, frame, port, now_us, q, outs)
-        except P4Abort as exc:
-            stats.aborted += 1
-            log.debug("packet dropped: %s", exc)
-            outs = []
-        except Exception:  # a bug must cost one packet, never the switch
-            stats.errors += 1
-            if stats.errors <= 10:
-                log.exception("internal error processing a packet (dropped)")
-            outs = []
+            self.finish(kind, r, frame, port, now_us, qdepth, outs)
+        except Exception as exc:
+            self.failed(exc)
+            return None
         if outs:
             stats.outputs += len(outs)
             return outs
         stats.dropped += 1
         return None
+
+    def failed(self, exc: Exception) -> None:
+        """A packet that raised is dropped and counted: an assert()/assume() (P4Abort), or
+        a bug, which must cost one packet, never the switch."""
+        stats = self.stats
+        if isinstance(exc, P4Abort):
+            stats.aborted += 1
+            log.debug("packet dropped: %s", exc)
+        else:
+            stats.errors += 1
+            if stats.errors <= 10:
+                log.error("internal error processing a packet (dropped)", exc_info=exc)
+        stats.dropped += 1
 
     def finish(self, kind: int, r: Any, frame: bytes, port: int, now_us: int, qdepth: QDepthFn,
                outs: list[Output]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from google.rpc import code_pb2
@@ -22,13 +22,37 @@ from switch.p4json.errors import ConfigError
 from switch.pipeline.binding import Binding, Mismatch, bind
 from switch.pipeline.datapath import JsonDataPath
 from switch.pipeline.hooks import TargetHooks
-from switch.pipeline.pipeline_types import EgressPacket, QDepthFn
+from switch.pipeline.pipeline_types import (
+    EgressPacket,
+    EgressTuple,
+    FailedFn,
+    QDepthFn,
+)
 from switch.pipeline.state import ProgramState, WriteError
 from switch.programs import BUILTIN, builtin_json
 
-__all__ = ["EgressPacket", "Pipeline", "Prepared", "ProcessFn", "QDepthFn"]
+__all__ = ["BatchFn", "EgressPacket", "EgressTuple", "FailedFn", "Pipeline", "Prepared",
+           "ProcessFn", "QDepthFn", "batch_of"]
 
 ProcessFn = Callable[[bytes, int, float, QDepthFn], list[EgressPacket]]
+BatchFn = Callable[[Sequence[bytes], int, float, QDepthFn, FailedFn], Iterator[EgressTuple]]
+
+
+def batch_of(process: ProcessFn) -> BatchFn:
+    """A BatchFn from a per-frame ProcessFn (pipelines that only define ``process``)."""
+
+    def batch(frames: Sequence[bytes], ingress_port: int, now: float, qdepth: QDepthFn,
+              failed: FailedFn) -> Iterator[EgressTuple]:
+        for frame in frames:
+            try:
+                packets = process(frame, ingress_port, now, qdepth)
+            except Exception:
+                failed(ingress_port)
+                continue
+            for eg in packets:
+                yield eg.port, eg.priority, eg.data, eg.trimmed, eg.ecn_marked
+
+    return batch
 
 
 @dataclass
@@ -131,6 +155,18 @@ class Pipeline:
         if dp is None:
             return self._unconfigured
         return dp.process
+
+    def datapath_batch(self) -> BatchFn:
+        """``datapath_process`` for a whole batch of frames from one port (tuples, each
+        frame's copies before the next frame runs); the same validity rule: only while
+        ``self.lock`` is held. A subclass that overrides ``datapath_process`` is batched
+        frame by frame through it."""
+        if type(self).datapath_process is not Pipeline.datapath_process:
+            return batch_of(self.datapath_process())
+        dp = self.datapath
+        if dp is None:
+            return batch_of(self._unconfigured)
+        return dp.process_batch
 
     def _unconfigured(
         self, frame: bytes, ingress_port: int, now: float, qdepth: QDepthFn

@@ -18,3 +18,11 @@ class EgressPacket:
     data: bytes
     trimmed: bool = False
     ecn_marked: bool = False
+
+
+FailedFn = Callable[[int], None]
+"""failed(ingress_port): the pipeline could not handle one frame from that port (counted)."""
+
+EgressTuple = tuple[int, int, bytes, bool, bool]
+"""An EgressPacket's fields in order (port, priority, data, trimmed, ecn_marked): the batch
+path's form, built without an object per packet."""

@@ -182,8 +182,14 @@ def _wait_idle(counter: Any, timeout: float = 60.0) -> None:
 
 
 def _cpu_seconds(pid: int) -> float:
+    return sum(_cpu_split(pid))
+
+
+def _cpu_split(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, all threads."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def _spawn(kit: Any, ns: str, workdir: Path, label: str, code: str, *argv: str,
@@ -231,12 +237,12 @@ def _throughput(kit: Any, lab: Any, sw: Any, ns: str, workdir: Path, frame_path:
     time.sleep(0.5)  # warm-up: the switch's queue and caches fill
     windows = []
     for _ in range(rounds):
-        c0, t0, p0 = _cpu_seconds(sw.process.pid), time.monotonic(), tx_packets()
+        (u0, s0), t0, p0 = _cpu_split(sw.process.pid), time.monotonic(), tx_packets()
         time.sleep(seconds)
-        c1, t1, p1 = _cpu_seconds(sw.process.pid), time.monotonic(), tx_packets()
-        windows.append(
-            ((p1 - p0) / (t1 - t0), (p1 - p0) / max(c1 - c0, 1e-3), (c1 - c0) / (t1 - t0))
-        )
+        (u1, s1), t1, p1 = _cpu_split(sw.process.pid), time.monotonic(), tx_packets()
+        c = u1 - u0 + s1 - s0
+        windows.append(((p1 - p0) / (t1 - t0), (p1 - p0) / max(c, 1e-3), c / (t1 - t0),
+                        (s1 - s0) / max(c, 1e-3), c / max(p1 - p0, 1) * 1e6))
     gen.popen.wait(flood + 30)
     _wait_idle(tx_packets)
     result: dict[str, Any] = {}
@@ -251,6 +257,8 @@ def _throughput(kit: Any, lab: Any, sw: Any, ns: str, workdir: Path, frame_path:
     result["packets_per_cpu_s"] = round(best[1])
     result["packets_per_s_windows"] = [round(w[0]) for w in windows]
     result["switch_cpu_share"] = round(best[2], 3)  # CPU-seconds per second (all threads)
+    result["switch_cpu_us_per_packet"] = round(best[4], 2)
+    result["switch_kernel_share"] = round(best[3], 3)  # system time / CPU time (the I/O)
     return result
 
 
@@ -399,6 +407,10 @@ def _print_target(figures: dict[str, Any]) -> None:
     print(
         f"packets/CPU-second    {figures['packets_per_cpu_s']:,} "
         f"(the switch got {figures['switch_cpu_share']:.0%} of a core)"
+    )
+    print(
+        f"CPU per packet        {figures['switch_cpu_us_per_packet']:.2f} us "
+        f"({figures['switch_kernel_share']:.0%} of it in the kernel: socket I/O)"
     )
     for label, ratio in figures.get("rate_accuracy", {}).items():
         print(

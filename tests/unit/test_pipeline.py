@@ -380,3 +380,56 @@ def test_tx_per_queue_counts_the_queue_joined() -> None:
     # counters count the received length, as BMv2 does (the trimmed copy is len(cut.data))
     assert len(cut.data) < len(frame())
     assert (q.packets[2 * 8 + 6], q.bytes[2 * 8 + 6]) == (1, len(frame()))
+
+
+def test_the_batch_path_gives_what_process_gives_frame_by_frame() -> None:
+    """The data plane's batch path (Pipeline.datapath_batch: tuples, the engine's run
+    inlined) against ``process`` on a twin pipeline: the same copies, flags (ECN marked,
+    trimmed), drops, counters and queue depths seen, when each frame's copies are enqueued
+    before the next frame runs."""
+    raws = [frame(dscp=26), frame(dscp=26, ecn=0), frame(dscp=10, payload=4000),
+            frame(dst="2001:db8:9::1"), b"\x00" * 10, frame(dscp=26, ecn=3), frame(dscp=26)]
+    twins = []
+    for _ in range(2):
+        pipe, state = mrc_pipeline()
+        add_route(state, "2001:db8:2::", 48, nexthop(2))
+        _congested_port(state, 0)
+        twins.append((pipe, state))
+
+    def queue() -> tuple[list[tuple[int, int]], QDepthFn]:
+        """A queue that grows by each copy enqueued: frame i sees what i-1 left."""
+        seen: list[tuple[int, int]] = []
+        depth = [0, 0]
+
+        def qdepth(port: int, prio: int) -> tuple[int, int]:
+            seen.append((depth[0], depth[1]))
+            return depth[0], depth[1]
+
+        def enqueue(data: bytes) -> None:
+            depth[0] += 1
+            depth[1] += 6000  # past the ECN threshold after one copy, trimming after two
+
+        qdepth.enqueue = enqueue  # type: ignore[attr-defined]
+        return seen, qdepth
+
+    (one, one_state), (batch, batch_state) = twins
+    seen_one, q_one = queue()
+    want = []
+    for raw in raws:
+        for eg in one.process(raw, 1, 0.0, q_one):
+            want.append((eg.port, eg.priority, eg.data, eg.trimmed, eg.ecn_marked))
+            q_one.enqueue(eg.data)  # type: ignore[attr-defined]
+    seen_batch, q_batch = queue()
+    failures: list[int] = []
+    got = []
+    with batch.lock:
+        for out in batch.datapath_batch()(raws, 1, 0.0, q_batch, failures.append):
+            got.append(out)
+            q_batch.enqueue(out[2])  # type: ignore[attr-defined]
+    assert got == want and seen_batch == seen_one and not failures
+    assert any(o[4] for o in got) and any(o[3] for o in got)  # marked and trimmed copies
+    assert len(got) < len(raws)  # the unrouted and the runt frames are dropped
+    for name in ("MrcEgress.ecn_port_queue", "MrcEgress.trim_port_queue",
+                 "MrcEgress.tx_port_class"):
+        assert batch_state.counter(name).packets == one_state.counter(name).packets
+    assert vars(batch.engine.stats) == vars(one.engine.stats)  # type: ignore[union-attr]

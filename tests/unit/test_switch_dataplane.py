@@ -103,6 +103,21 @@ def test_forwarding_fast_path_and_stats(rig: Rig) -> None:
     assert rig.pipeline.depths == [(0, 0), (0, 0), (0, 0)]
 
 
+def test_a_run_of_frames_to_one_queue_is_counted_exactly(rig: Rig) -> None:
+    """Copies to the same idle (port, queue) in one batch are counted at the end of their
+    run: every frame and byte is there, a change of queue or a failed frame splits runs."""
+    frames = [b"\x02Ea", b"\x02-bb", b"\x02Eccc", b"\x04-d", b"BUG", b"\x02-ee"]
+    rig.send(1, *frames)
+    got = rig.recv(2, 5)
+    assert got == [f for f in frames if f != b"BUG"]
+    stats = rig.dp.call(lambda: rig.tm.egress[2].stats)
+    q2, q4 = stats.queues[2], stats.queues[4]
+    assert (q2.packets, q2.bytes, q2.ecn_marks) == (4, 3 + 4 + 5 + 4, 2)
+    assert (q4.packets, q4.bytes) == (1, 3)
+    assert (stats.packets, stats.bytes) == (5, 19)
+    assert rig.dp.call(lambda: rig.dp.misc["pipeline_errors"]) == 1
+
+
 def test_a_failing_pipeline_costs_one_frame(rig: Rig) -> None:
     rig.send(1, b"BUG!", b"\x01ok")
     assert rig.recv(2, 1) == [b"\x01ok"]
