@@ -82,7 +82,8 @@ $(STAMP): pyproject.toml Makefile
 # second pass runs its unit tests against the reference alone (MRCNET_PURE_PYTHON=1);
 # skipped when PYTEST_ARGS selects tests.
 PURE_TESTS := tests/unit/test_wire*.py tests/unit/test_bench_codec_rate.py tests/unit/test_pktio.py \
-              tests/unit/test_agent_loop.py tests/unit/test_pipeline*.py tests/unit/test_p4json*.py
+              tests/unit/test_agent_loop.py tests/unit/test_pipeline*.py tests/unit/test_p4json*.py \
+              tests/unit/test_pktring.py
 
 test: install
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \

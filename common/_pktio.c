@@ -26,6 +26,14 @@
  *       a full queue costs one call, not one per dropped frame). errno is the failure that
  *       stopped the call (0: every frame was tried), first the errno of the first failure.
  *
+ *   ring_recv(ring, head, frame_size, frame_nr, limit) -> (frames, head, newest, dropped)
+ *       Walks a TPACKET_V2 receive ring (PACKET_RX_RING, mapped by common/pktring.py) from
+ *       slot head: every slot the kernel handed over (TP_STATUS_USER) is copied out into a
+ *       bytes object and given back (TP_STATUS_KERNEL), up to limit frames, in order. Returns
+ *       the frames, the slot to start from next time, the kernel's receive time of the
+ *       newest frame (seconds of CLOCK_REALTIME, 0.0 when none came) and how many slots held
+ *       a frame cut short by the slot size (dropped, given back). No system call.
+ *
  * Receive errors other than EAGAIN raise OSError; EINTR is retried after running signal
  * handlers (PEP 475). Sockets are used with MSG_DONTWAIT: a call never blocks.
  */
@@ -34,6 +42,8 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <linux/if_packet.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -298,6 +308,54 @@ done:
     return result;
 }
 
+static PyObject *pktio_ring_recv(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer ring;
+    Py_ssize_t head, frame_size, frame_nr, limit;
+    if (!PyArg_ParseTuple(args, "w*nnnn:ring_recv", &ring, &head, &frame_size, &frame_nr,
+                          &limit))
+        return NULL;
+    PyObject *result = NULL;
+    if (frame_size < (Py_ssize_t)sizeof(struct tpacket2_hdr) || frame_nr < 1 ||
+        frame_size * frame_nr > ring.len || head < 0 || head >= frame_nr) {
+        PyErr_SetString(PyExc_ValueError, "ring_recv: ring geometry does not fit the buffer");
+        goto done;
+    }
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        goto done;
+    double newest = 0.0;
+    Py_ssize_t dropped = 0, got = 0;
+    char *base = ring.buf;
+    while (got < limit) {
+        struct tpacket2_hdr *h = (struct tpacket2_hdr *)(base + head * frame_size);
+        /* the kernel writes the frame, then (after a barrier) the status: read in that order */
+        uint32_t status = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
+        if (!(status & TP_STATUS_USER))
+            break;
+        Py_ssize_t mac = h->tp_mac, len = h->tp_snaplen;
+        if (len < (Py_ssize_t)h->tp_len || mac + len > frame_size) {
+            dropped++; /* longer than a slot: never forwarded cut short */
+        } else {
+            PyObject *frame = PyBytes_FromStringAndSize((char *)h + mac, len);
+            if (frame == NULL || PyList_Append(list, frame) < 0) {
+                Py_XDECREF(frame); /* out of memory: keep this slot for the next call */
+                PyErr_Clear();
+                break;
+            }
+            Py_DECREF(frame);
+            got++;
+        }
+        newest = (double)h->tp_sec + (double)h->tp_nsec * 1e-9;
+        __atomic_store_n(&h->tp_status, TP_STATUS_KERNEL, __ATOMIC_RELEASE);
+        head = head + 1 == frame_nr ? 0 : head + 1;
+    }
+    result = Py_BuildValue("(Nndn)", list, head, newest, dropped);
+done:
+    PyBuffer_Release(&ring);
+    return result;
+}
+
 /* 1 if a send failure with errno err is a drop, 0 if not, -1 with an exception set. */
 static int is_drop(PyObject *drop, int err) {
     if (drop == Py_True)
@@ -493,6 +551,9 @@ static PyMethodDef pktio_methods[] = {
     {"recv_bytes", pktio_recv_bytes, METH_VARARGS,
      "recv_bytes(fd, scratch, stride, size, limit) -> list[bytes]: one recvmmsg, frames copied "
      "out."},
+    {"ring_recv", pktio_ring_recv, METH_VARARGS,
+     "ring_recv(ring, head, frame_size, frame_nr, limit) -> (frames, head, newest, dropped): "
+     "frames copied out of a TPACKET_V2 receive ring, slots given back."},
     {"send", pktio_send, METH_VARARGS,
      "send(fd, frames, lengths, start, count[, drop, failed]) -> (sent, sent_bytes, errno[, "
      "first_errno]): sendmmsg until the first failure that is not a drop."},

@@ -113,7 +113,8 @@ class Dataplane:
         self.clock = clock or (run_clock.now if run_clock is not None else time.monotonic)
         self.lag = LagMeter(self.clock(), self.run_clock.tdf, lag_tolerance)
         # Kernel receive timestamps per port socket: how long a batch waited to be read.
-        self.rx_stamps = {n: RxStamp(p.fileno()) for n, p in ports.items()}
+        # (A port with a receive ring has its frames' timestamps in the ring's slots.)
+        self.rx_stamps = {n: RxStamp(p.fileno()) for n, p in ports.items() if p.ring is None}
         self.counters = {n: PortCounters() for n in ports}
         self.carrier = {n: oper_up(p.ifname) for n, p in ports.items()}
         self.captures: dict[int, PcapWriter] = {}
@@ -251,7 +252,7 @@ class Dataplane:
         ports = self.ports
         tm = self.tm
         clock = self.clock
-        fd_port = {p.fileno(): (n, p.sock) for n, p in ports.items()}
+        fd_port = {p.fileno(): (n, p.sock, p.ring) for n, p in ports.items()}
         read_fds = [*fd_port, self._wake_r]
         if self.watcher is not None:
             read_fds.append(self.watcher.fileno())
@@ -326,20 +327,27 @@ class Dataplane:
                             except OSError:
                                 log.exception("reading link changes failed")
                         continue
-                    port, sock = entry
+                    port, sock, ring = entry
                     if port in ingress_shaped:
                         self._receive_shaped(port, sock, now)
                         continue
                     try:
-                        frames = recv_bytes(sock, RX_BATCH)  # one recvmmsg for the batch
+                        if ring is not None:
+                            frames = ring.recv_bytes(RX_BATCH)  # no system call
+                        else:
+                            frames = recv_bytes(sock, RX_BATCH)  # one recvmmsg for the batch
                     except OSError:
                         self.misc["rx_errors"] += 1
                         continue
                     if not frames:
                         continue
-                    rxs = stamp_get(port)
-                    if rxs is not None:  # the batch's newest frame was due when it arrived
-                        lag_queued(rxs.age(), now)
+                    # the batch's newest frame was due when it arrived
+                    if ring is not None:
+                        lag_queued(ring.age(), now)
+                    else:
+                        rxs = stamp_get(port)
+                        if rxs is not None:
+                            lag_queued(rxs.age(), now)
                     pc = counters[port]
                     pc.rx_packets += len(frames)
                     pc.rx_bytes += sum(map(len, frames))
@@ -445,13 +453,19 @@ class Dataplane:
 
     def _receive_shaped(self, port: int, sock: socket.socket, now: float) -> None:
         """Read a batch from a port whose ingress link is emulated: into its shaper."""
+        ring = self.ports[port].ring
         try:
-            frames = self._rx.recv_bytes(sock, RX_BATCH)
+            if ring is not None:
+                frames = ring.recv_bytes(RX_BATCH)
+            else:
+                frames = self._rx.recv_bytes(sock, RX_BATCH)
         except OSError:
             self.misc["rx_errors"] += 1
             return
         rxs = self.rx_stamps.get(port)
-        if frames and rxs is not None and rxs.supported:
+        if frames and ring is not None:
+            self.lag.queued(ring.age(), now)
+        elif frames and rxs is not None and rxs.supported:
             self.lag.queued(rxs.age(), now)
         pc = self.counters[port]
         cap = self.captures.get(port)

@@ -24,6 +24,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from common import vclock
+from common.pktring import FRAMES as RING_FRAMES
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--p4info", type=Path, default=None, metavar="FILE",
         help="P4Info (text format) of --json (default: FILE.p4info.txtpb beside it)",
     )
+    p.add_argument(
+        "--rx-ring", type=int, default=RING_FRAMES, metavar="SLOTS",
+        help="receive ring slots per port (16 KiB each, kernel memory; frames are read "
+             f"without a system call; default {RING_FRAMES}); 0: recvmmsg from the socket",
+    )
     vclock.add_arguments(p)
     p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
                    help="lag (virtual seconds) up to which a departure or a received frame "
@@ -107,6 +113,8 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         for n, _ in getattr(args, opt):
             if n not in numbers:
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
+    if not 0 <= args.rx_ring <= 1 << 20:
+        parser.error("--rx-ring must be 0..1048576 slots")
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
     if args.lag_tolerance is not None and not args.lag_tolerance > 0:
@@ -179,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = None
     try:
         for number, ifname in args.port:
-            ports[number] = open_port(number, ifname)
+            ports[number] = open_port(number, ifname, ring_frames=args.rx_ring)
             tm.add_port(
                 number,
                 egress.get(number, args.default_link),

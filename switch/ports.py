@@ -22,6 +22,7 @@ from common import netlink
 from common.netlink import IFF_RUNNING, IFF_UP, RTMGRP_LINK
 from common.netlink import RTM_DELLINK as RTM_DELLINK  # re-exported for callers
 from common.netlink import RTM_NEWLINK as RTM_NEWLINK
+from common.pktring import RxRing
 
 ETH_P_ALL = 0x0003
 SOL_PACKET = 263
@@ -47,11 +48,14 @@ class Port:
     ifname: str
     ifindex: int
     sock: socket.socket
+    ring: RxRing | None = None  # the socket's receive ring (else frames come by recvmmsg)
 
     def fileno(self) -> int:
         return self.sock.fileno()
 
     def close(self) -> None:
+        if self.ring is not None:
+            self.ring.close()
         self.sock.close()
 
 
@@ -63,9 +67,12 @@ def _disable_ipv6(ifname: str) -> None:
         pass  # IPv6 not compiled in, or already absent: nothing to switch off
 
 
-def open_port(number: int, ifname: str, bufsize: int = 32 << 20) -> Port:
+def open_port(number: int, ifname: str, bufsize: int = 32 << 20,
+              ring_frames: int = 0) -> Port:
     """Open the raw socket of port ``number`` on interface ``ifname``. The large socket
-    buffers absorb the moments the switch process is descheduled on a shared machine."""
+    buffers absorb the moments the switch process is descheduled on a shared machine; with
+    ``ring_frames`` frames arrive in a receive ring of that many slots (common/pktring.py)
+    instead of the socket's queue."""
     try:
         ifindex = socket.if_nametoindex(ifname)
     except OSError:
@@ -85,12 +92,19 @@ def open_port(number: int, ifname: str, bufsize: int = 32 << 20) -> Port:
                 sock.setsockopt(socket.SOL_SOCKET, plain, bufsize)
         mreq = struct.pack("=iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
         sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
-        sock.bind((ifname, ETH_P_ALL))
-        sock.setblocking(False)
+        ring = RxRing(sock, ring_frames) if ring_frames else None
     except OSError as exc:
         sock.close()
         raise PortError(f"port {number}: cannot open raw socket on {ifname!r}: {exc}") from exc
-    return Port(number, ifname, ifindex, sock)
+    try:
+        sock.bind((ifname, ETH_P_ALL))
+        sock.setblocking(False)
+    except OSError as exc:
+        if ring is not None:
+            ring.close()
+        sock.close()
+        raise PortError(f"port {number}: cannot open raw socket on {ifname!r}: {exc}") from exc
+    return Port(number, ifname, ifindex, sock, ring)
 
 
 def oper_up(ifname: str) -> bool:
