@@ -7,6 +7,7 @@ witness) and that the bytes written arrived exactly.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -251,8 +252,21 @@ def test_ev_probes_bring_assumed_bad_evs_back_told_apart_from_reliability_probes
         wait_until(lambda: bad_now() == 0, 20, "plane-0 EVs back")
         t.wait_sends(64, timeout=120)
         assert t.exact()
-        st, host = h1.qp_stats(t.qp.qpn), h1.host_stats()
-        events = [e["data"] for e in lab.qlog(1, t.qp.qpn) if e["name"] == event_name(EV_STATE_CHANGED)]
+        snap: dict[str, Any] = {}
+
+        def consistent() -> bool:
+            """Counters and the qlog read with nothing changing in between (EVs may still
+            go bad and come back after the last send completed)."""
+            before = h1.qp_stats(t.qp.qpn)
+            events = [e["data"] for e in lab.qlog(1, t.qp.qpn)
+                      if e["name"] == event_name(EV_STATE_CHANGED)]
+            snap.update(st=h1.qp_stats(t.qp.qpn), host=h1.host_stats(), events=events)
+            back = [d for d in events if d["old"] == "ASSUMED_BAD" and d["new"] == "GOOD"]
+            return bool(before == snap["st"] and
+                        before.get("ev_state_ev_probe_ok", 0) == len(back))
+
+        wait_until(consistent, 20, "EV state counters and the qlog agree")
+        st, host, events = snap["st"], snap["host"], snap["events"]
     back = [d for d in events if d["old"] == "ASSUMED_BAD" and d["new"] == "GOOD"]
     assert len({d["ev"] for d in back if d["port"] == 0}) == 16
     assert {d["reason"] for d in back} == {"ev_probe_ok"}
