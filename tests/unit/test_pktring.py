@@ -10,6 +10,7 @@ import select
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -49,6 +50,22 @@ def _sock(ns: str, ifname: str, ring_frames: int = 0, frame_size: int = pktring.
     return s, ring
 
 
+@contextmanager
+def _pair(veth: tuple[str, str, str], frames: int, frame_size: int,
+          c_ext: bool | None = None) -> Iterator[tuple[socket.socket, socket.socket, RxRing]]:
+    """A sender on one end of the veth, a ring socket on the other; both closed after."""
+    ns, a_name, b_name = veth
+    a, _ = _sock(ns, a_name)
+    b, ring = _sock(ns, b_name, ring_frames=frames, frame_size=frame_size, c_ext=c_ext)
+    assert ring is not None
+    try:
+        yield a, b, ring
+    finally:
+        ring.close()
+        a.close()
+        b.close()
+
+
 def _eth(seq: int, size: int) -> bytes:
     head = bytes.fromhex("020000000002020000000001") + b"\x86\xdd"
     return head + seq.to_bytes(4, "big") + bytes((seq + i) & 0xFF for i in range(size - 18))
@@ -66,11 +83,8 @@ def _drain(ring: RxRing, want: int, limit: int = 64) -> list[bytes]:
 @pytest.mark.parametrize("c_ext", IMPLS)
 def test_frames_come_in_order_across_the_wrap_and_long_ones_are_counted(
         veth: tuple[str, str, str], c_ext: bool) -> None:
-    ns, a_name, b_name = veth
-    a, _ = _sock(ns, a_name)
-    b, ring = _sock(ns, b_name, ring_frames=8, frame_size=4096, c_ext=c_ext)
-    assert ring is not None and ring.frames == 16 and ring.size_bytes == 65536  # whole blocks
-    try:
+    with _pair(veth, 8, 4096, c_ext) as (a, b, ring):
+        assert ring.frames == 16 and ring.size_bytes == 65536  # whole blocks
         sent = [_eth(i, 60 + 37 * i) for i in range(40)]  # 2.5 times around the ring
         for i in range(0, len(sent), 10):  # in bursts that fit, so the kernel drops none
             res = pktio.send_batch(a, sent[i:i + 10])
@@ -89,21 +103,12 @@ def test_frames_come_in_order_across_the_wrap_and_long_ones_are_counted(
         ring.close()  # idempotent
         with pytest.raises(OSError):
             ring.recv_bytes(1)
-    finally:
-        if ring is not None:
-            ring.close()
-        a.close()
-        b.close()
 
 
 @pytest.mark.parametrize("c_ext", IMPLS)
 def test_a_full_ring_drops_and_counts_and_keeps_the_order(
         veth: tuple[str, str, str], c_ext: bool) -> None:
-    ns, a_name, b_name = veth
-    a, _ = _sock(ns, a_name)
-    b, ring = _sock(ns, b_name, ring_frames=16, frame_size=4096, c_ext=c_ext)
-    assert ring is not None
-    try:
+    with _pair(veth, 16, 4096, c_ext) as (a, _b, ring):
         sent = [_eth(i, 200) for i in range(24)]
         assert pktio.send_batch(a, sent).sent == 24
         got = _drain(ring, 16)
@@ -112,22 +117,13 @@ def test_a_full_ring_drops_and_counts_and_keeps_the_order(
         later = [_eth(100 + i, 300) for i in range(5)]
         pktio.send_batch(a, later)
         assert _drain(ring, 5) == later  # after the drops: in order from the next slot
-    finally:
-        if ring is not None:
-            ring.close()
-        a.close()
-        b.close()
 
 
 def test_c_and_python_walks_agree(veth: tuple[str, str, str]) -> None:
     """The two walks share one ring: frames read by either, alternately, in order."""
     if C is None:
         pytest.skip("_pktio not built")
-    ns, a_name, b_name = veth
-    a, _ = _sock(ns, a_name)
-    b, ring = _sock(ns, b_name, ring_frames=32, frame_size=8192)
-    assert ring is not None
-    try:
+    with _pair(veth, 32, 8192) as (a, _b, ring):
         sent = [_eth(i, 64 + 113 * i) for i in range(60)]
         got: list[bytes] = []
         for i in range(0, 60, 12):
@@ -137,11 +133,6 @@ def test_c_and_python_walks_agree(veth: tuple[str, str, str]) -> None:
                 ring._c = C if len(got) % 2 else None
                 got.extend(ring.recv_bytes(5))
         assert got == sent
-    finally:
-        if ring is not None:
-            ring.close()
-        a.close()
-        b.close()
 
 
 def test_bad_geometry_and_a_closed_ring_are_errors_not_crashes() -> None:
