@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             calibration = calibrate(opts, args.run or "all-to-all", size, args.qp,
-                                    timeout=args.timeout, say=_say)
+                                    timeout=args.timeout, say=_say, extra=extra)
         except (RuntimeError, PlanError, OSError) as exc:
             print(f"mrcnet up: calibration failed: {exc}", file=sys.stderr)
             return 1

@@ -35,8 +35,9 @@ def _grid_between(lo: float, hi: float) -> list[float]:
 
 
 def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
-          timeout: float) -> dict[str, Any]:
-    """One fabric at ``tdf``, one round of ``workload``; the fidelity figures."""
+          timeout: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One fabric at ``tdf``, one round of ``workload`` (its job fields ``extra``, e.g. the
+    WriteImm mode of ``--wimm``); the fidelity figures."""
     from mrcnet.fabric.orchestrator import Fabric
 
     fab = Fabric(replace(opts, tdf=tdf, show=False,
@@ -44,7 +45,7 @@ def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
     try:
         fab.start()
         assert fab.runner is not None
-        wl = fab.runner.submit(workload, size, qp_type, timeout=timeout)
+        wl = fab.runner.submit(workload, size, qp_type, timeout=timeout, extra=extra)
         fab.runner.wait(wl, timeout + 30, fab.check_alive)
         summary = wl.summary()
     finally:
@@ -63,8 +64,10 @@ def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
 def calibrate(opts: Any, workload: str, size: int, qp_type: str = "MRC",
               timeout: float = 60.0, max_probes: int = DEFAULT_PROBES,
               say: Callable[[str], None] | None = None,
-              run_probe: Callable[..., dict[str, Any]] = probe) -> dict[str, Any]:
-    """The calibration (see the module docstring): {"tdf", "verified", "probes", "seconds"}."""
+              run_probe: Callable[..., dict[str, Any]] = probe,
+              extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The calibration (see the module docstring): {"tdf", "verified", "probes", "seconds"};
+    the probes run ``workload`` with the run's own job fields ``extra``."""
     say = say or (lambda _text: None)
     size = min(size, PROBE_BYTES)
     t0 = time.monotonic()
@@ -74,7 +77,7 @@ def calibrate(opts: Any, workload: str, size: int, qp_type: str = "MRC",
     nxt = 1.0
     while len(probes) < max_probes:
         say(f"calibration probe {len(probes) + 1}: TDF {nxt:g}")
-        res = run_probe(opts, nxt, workload, size, qp_type, timeout)
+        res = run_probe(opts, nxt, workload, size, qp_type, timeout, extra)
         probes.append(res)
         say(f"  TDF {nxt:g}: {'faithful' if res['faithful'] else 'not faithful'} (slowest "
             f"{res['slowest']} behind {res['max_lag_fraction'] or 0:.1%}; goodput "

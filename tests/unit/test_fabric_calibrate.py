@@ -48,17 +48,21 @@ def test_budget_exhausted_gives_an_unverified_suggestion() -> None:
     assert res["verified"] is False and res["tdf"] == 8.0
 
 
-def test_probe_size_is_capped() -> None:
+def test_probe_size_is_capped_and_the_job_fields_reach_the_probes() -> None:
     sizes: list[int] = []
+    extras: list[Any] = []
 
-    def run(_opts: Any, tdf: float, _w: str, size: int, *_a: Any) -> dict[str, Any]:
+    def run(_opts: Any, tdf: float, _w: str, size: int, _qp: str, _t: float,
+            extra: Any) -> dict[str, Any]:
         sizes.append(size)
+        extras.append(extra)
         return {"tdf": tdf, "completed": True, "faithful": True, "max_lag_fraction": 0.0,
                 "slowest": "s", "goodput_fraction": 1.0, "suggested_tdf": None,
                 "results_dir": ""}
 
-    calibrate(None, "all-to-all", 1 << 30, run_probe=run)
+    calibrate(None, "all-to-all", 1 << 30, run_probe=run, extra={"wimm": True, "max_wimm": 4})
     assert sizes == [2 << 20]
+    assert extras == [{"wimm": True, "max_wimm": 4}]  # --wimm: the probes run it too
 
 
 def test_nice_grid_and_cpu_model() -> None:
