@@ -76,6 +76,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="time-dilation factor: the run's clock goes N times slower than "
                              "the wall clock (default 1); 'auto' calibrates the smallest "
                              "factor that keeps every process on time")
+    parser.add_argument("--rx-ring", type=int, default=None, metavar="SLOTS",
+                        help="receive ring slots per embedded switch port (16 KiB of kernel "
+                             "memory each; default: the switch's 1024); 0: recvmmsg")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
     parser.add_argument("--pcap", action="store_true",
@@ -127,12 +130,15 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
 
     tdf = parse_tdf(args.tdf, args.switch)
     rate = args.rate or DEFAULTS[kind][0]
+    ring = getattr(args, "rx_ring", None)
+    if ring is not None and not 0 <= ring <= 1 << 20:
+        raise ValueError(f"--rx-ring {ring}: 0..1048576 slots per port")
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if rate == "file" else rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
                       cc=args.cc, lb=args.lb,
                       show=not args.quiet, tdf=1.0 if tdf is None else tdf,
-                      pcap=getattr(args, "pcap", False))
+                      pcap=getattr(args, "pcap", False), rx_ring=ring)
 
 
 def workload_extra(args: argparse.Namespace) -> dict[str, Any]:

@@ -122,6 +122,7 @@ class RunOptions:
     # Lag (virtual seconds) up to which a process counts as on time; None: the time one
     # MTU-sized frame takes on the fastest link (see lag_tolerance()).
     lag_tolerance: float | None = None
+    rx_ring: int | None = None  # receive ring slots per embedded switch port (None: its default)
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
@@ -209,6 +210,8 @@ class Fabric:
         opts = self.opts
         if opts.cc not in CC_CHOICES:
             raise ValueError(f"congestion control {opts.cc!r}: one of {', '.join(CC_CHOICES)}")
+        if opts.rx_ring is not None and not 0 <= opts.rx_ring <= 1 << 20:
+            raise ValueError(f"--rx-ring {opts.rx_ring}: 0..1048576 slots")
         if opts.lb not in LB_CHOICES:
             raise ValueError(f"load balancing {opts.lb!r}: one of {', '.join(LB_CHOICES)}")
         t0 = time.monotonic()
@@ -230,7 +233,8 @@ class Fabric:
                      f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
         self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
         self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
-        self.mn = MininetFabric(plan, self.run_dir, opts.switch, self.proc_args)
+        ring = [] if opts.rx_ring is None else ["--rx-ring", str(opts.rx_ring)]
+        self.mn = MininetFabric(plan, self.run_dir, opts.switch, [*self.proc_args, *ring])
         self.mn.build()
         self.mn.start_switches()
         for note in self.mn.bmv2_notes():

@@ -50,13 +50,20 @@ def assert_clean(prefix: str, pids: list[int], sock_dir: Path | None) -> None:
     assert sock_dir is None or not sock_dir.exists()
 
 
-@pytest.mark.parametrize("mode", ["stev", "ecmp", "srv6"])
+@pytest.mark.parametrize(("mode", "rx_ring"), [("stev", None), ("ecmp", None), ("srv6", 0)])
 def test_all_to_all_byte_exact_in_every_path_mode(run_prefix: str, tmp_path: Path,
-                                                   mode: str) -> None:
-    fab = Fabric(RunOptions(mode=mode, prefix=run_prefix, results_root=tmp_path))
+                                                   mode: str, rx_ring: int | None) -> None:
+    """(The SRv6 run's switches read their ports with recvmmsg instead of a receive ring.)"""
+    fab = Fabric(RunOptions(mode=mode, prefix=run_prefix, results_root=tmp_path,
+                            rx_ring=rx_ring))
     try:
         fab.start()
         pids, sock_dir = _pids(fab), fab.sock_dir
+        assert fab.mn is not None
+        for sw in fab.mn.switches.values():
+            assert sw.proc is not None
+            argv = Path(f"/proc/{sw.proc.pid}/cmdline").read_bytes().split(b"\0")
+            assert (b"--rx-ring" in argv) == (rx_ring is not None)
         assert len(_ifaces(run_prefix)) == 16 + 8  # switch ports: 8 host links, 8 uplinks x 2
         res = run_scenario(fab, "all-to-all", SIZE)
     finally:

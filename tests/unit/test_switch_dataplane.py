@@ -56,6 +56,14 @@ class Rig:
         for n in (1, 2):
             near, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
             near.setblocking(False)
+            # room for a whole burst in flight to a reader that is slow to run: a datagram
+            # socketpair refuses sends (tx_errors) once the sender's buffer is full
+            for opt in (32, socket.SO_SNDBUF):  # SO_SNDBUFFORCE (root), else up to wmem_max
+                try:
+                    near.setsockopt(socket.SOL_SOCKET, opt, 8 << 20)
+                    break
+                except OSError:
+                    continue
             far.settimeout(5)
             self.far[n] = far
             ports[n] = Port(n, f"nonexistent{n}", -n, near)
