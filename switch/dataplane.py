@@ -2,19 +2,20 @@
 
 One thread runs ``Dataplane.run``. It waits in ``select`` with a timeout equal to the next
 departure of the traffic manager (microsecond resolution; never spins when idle), reads frames
-in batches from readable ports, feeds them to the pipeline (or first to the ingress shaper of
-a shaped port), enqueues what the pipeline returns, and sends the frames the emulated links
-deliver. Control-plane threads (the admin gRPC service) never touch this state directly: they
-submit a function with ``call`` which the loop executes between batches, so the loop needs no
-locks and every admin read is a consistent snapshot.
+in batches from readable ports (from each port's receive ring, common/pktring.py, or with
+``recvmmsg``), feeds them to the pipeline (or first to the ingress shaper of a shaped port),
+enqueues what the pipeline returns, and sends the frames the emulated links deliver.
+Control-plane threads (the admin gRPC service) never touch this state directly: they submit
+a function with ``call`` which the loop executes between batches, so the loop needs no locks
+and every admin read is a consistent snapshot.
 
 Time: ``clock`` gives the run's virtual time (common/vclock.py); every time the traffic
 manager and the pipeline see comes from it, and the one OS wait of the loop (select) lasts
 ``(next departure - now) x tdf`` wall seconds. The loop's lag meter (``self.lag``,
 common/lag.py) records how late each due departure was serviced, how long each received
-batch had waited in its socket (the kernel's receive timestamp of its newest frame,
-common/rxstamp.py) and how long the loop waited in select; the admin service reports it
-(GetTiming).
+batch had waited (the kernel's receive timestamp of its newest frame: from its ring slot, or
+common/rxstamp.py without a ring) and how long the loop waited in select; the admin service
+reports it (GetTiming).
 """
 
 from __future__ import annotations

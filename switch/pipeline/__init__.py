@@ -1,4 +1,5 @@
-"""The embedded target's pipeline: the P4 programs in p4/ executed in Python.
+"""The embedded target's pipeline: p4c's BMv2 JSON of a program, run by the p4json engine
+(switch/p4json; in C where the program allows it).
 
 Public API (used by the switch process, see docs/switch.md):
 ``Pipeline`` (one per switch process) and ``EgressPacket``.

@@ -14,7 +14,7 @@ import pytest
 from common.classes import CLASS_IDS, TrafficClass
 from common.netns import NetKit, wait_until
 from hosts.agent.qlog import event_name
-from hosts.api import QpAttr, QpHintFlag, RetryAttr
+from hosts.api import QpAttr, QpHintFlag, RetryAttr, SendWR, WrOpcode
 from hosts.transport.lognames import ACK_TIMEOUT, EV_STATE_CHANGED, MPR_UPDATED, PACKETS_LOST
 from testbed.mechanism_lab import DEFAULT_HINT, StarLab
 
@@ -208,12 +208,16 @@ def test_dynamic_mpr_shrinks_and_grows_the_window_the_requester_uses(run_prefix:
 def test_write_imm_limit_is_reached_and_honoured(run_prefix: str, tmp_path: Path) -> None:
     """32 WriteImm messages posted at once on a QP with max_wimm 4: the requester stalls at 4
     in flight, the responder never sees more than 4 open, every completion arrives in send
-    order with its immediate."""
+    order with its immediate. (One post_send call for all 32: they are all queued before the
+    core sends the first, however slowly this thread runs.)"""
     count, chunk = 32, 64 << 10
     attr = QpAttr(retry=RetryAttr(7, 25), timeout=17, max_wimm=4, max_wimm_dest=4)
     with NetKit(run_prefix) as kit, StarLab(kit, tmp_path) as lab:
         t = lab.connect(1, 2, count * chunk, attr=attr, receives=count)
-        t.write(count * chunk, chunk=chunk, depth=count, imm_all=True)
+        t.qp.post_send([SendWR(i + 1, WrOpcode.WRITE_WITH_IMM, t.mr.addr + i * chunk, chunk,
+                               t.mr.lkey, t.peer_mr.addr + i * chunk, t.peer_mr.rkey,
+                               imm=i + 1) for i in range(count)])
+        t.wait_sends(count)
         assert t.exact()
         got = t.wait_receives(count)
         w, s = lab.host(1).qp_stats(t.qp.qpn), lab.host(2).qp_stats(t.peer_qp.qpn)
