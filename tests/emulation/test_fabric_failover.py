@@ -26,6 +26,7 @@ from common.proto import mrc_ctl_pb2 as pb
 from mrcnet.fabric.failures import parse_schedule
 from mrcnet.fabric.orchestrator import Fabric, RunOptions
 from mrcnet.fabric.scenario import run_scenario
+from mrcnet.fabric.workloads import Workload
 from switch.stats import fetch
 
 pytestmark = pytest.mark.emulation
@@ -54,6 +55,17 @@ def fabric_factory(run_prefix: str, tmp_path: Path) -> Iterator[object]:
 def _rx(fab: Fabric, switch: str) -> int:
     assert fab.mn is not None
     return sum(p.rx_packets for p in fetch(fab.mn.switches[switch].grpc_address).ports)
+
+
+def _running(fab: Fabric, wl: Workload, switch: str, frames: int) -> None:
+    """Wait until the workload's own QPs exist (both ends of every flow published theirs) and
+    ``frames`` more frames have reached ``switch`` since: traffic alone could be the
+    fabric's own, from before the QPs."""
+    oob = fab.run_dir / "oob"
+    wait_until(lambda: all((oob / f"{f.id}-{end}.json").exists()
+                           for f in wl.flows for end in "ws"), 60, "the workload's QPs")
+    before = _rx(fab, switch)
+    wait_until(lambda: _rx(fab, switch) > before + frames, 60, f"workload traffic at {switch}")
 
 
 def _crosses_spine0_plane0(ev: int, port: int) -> bool:
@@ -87,7 +99,7 @@ def test_controller_deny_stops_use_on_every_qp(fabric_factory: object) -> None:
     denied = [(v, p) for v, p in fab.ctl.ev_array() if _crosses_spine0_plane0(v, p)]
     assert denied
     wl = fab.runner.submit("shift:2", 4 * SIZE)
-    wait_until(lambda: _rx(fab, "p0-spine0") > 100, 60, "traffic through p0-spine0")
+    _running(fab, wl, "p0-spine0", 100)
     fab.ctl.set_ev_state(denied, pb.EV_DENIED)  # QPs already running
     wl2 = fab.runner.submit("shift:2", SIZE)  # QPs created after the denial
     before0, before1 = _rx(fab, "p0-spine0"), _rx(fab, "p0-spine1")
@@ -109,7 +121,7 @@ def test_host_port_down_sends_port_status_update(fabric_factory: object) -> None
     assert fab.mn is not None and fab.runner is not None
     leaf = fab.mn.switches["p0-leaf0"].grpc_address
     wl = fab.runner.submit("shift:2", 4 * SIZE)
-    wait_until(lambda: _rx(fab, "p0-leaf1") > 200, 60, "traffic on plane 0")
+    _running(fab, wl, "p0-leaf1", 200)  # only then does h0 have peers to tell
     fab.mn.set_host_port("h0", 0, False)
     assert fab.runner.wait(wl, 150, fab.check_alive)
     s = wl.summary()
