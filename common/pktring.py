@@ -39,6 +39,14 @@ TP_STATUS_USER = 1
 HEADER_BYTES = 80  # struct tpacket2_hdr + sockaddr_ll + alignment before the frame's bytes
 FRAME_SIZE = 16384  # one slot: a 9000-byte MTU frame with room to spare
 FRAMES = 1024
+MAX_FRAMES = 1 << 20  # slots per ring a command line may ask for
+
+
+def check_frames(frames: int) -> int:
+    """``frames`` when it is a ring size a command line may ask for (0: no ring)."""
+    if not 0 <= frames <= MAX_FRAMES:
+        raise ValueError(f"--rx-ring {frames}: 0..{MAX_FRAMES} slots per port")
+    return frames
 BLOCK_SIZE = 65536  # kernel allocation unit: 4 slots, so slot i is at i * FRAME_SIZE
 
 # struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec (then vlan fields, padding)
@@ -69,6 +77,7 @@ class RxRing:
         self.newest = 0.0  # receive time of the newest frame read (CLOCK_REALTIME)
         self.truncated = 0  # frames longer than a slot (dropped)
         self.kernel_drops = 0  # frames the kernel dropped on a full ring
+        self.supported = True  # receive timestamps, as common.rxstamp.RxStamp has them
         c = pktio._c
         self._c = c if c_ext is None else (c if c_ext else None)
         if c_ext and c is None:

@@ -126,13 +126,14 @@ def parse_tdf(text: str, switch: str) -> float | None:
 
 
 def options(args: argparse.Namespace, kind: str = "packet") -> Any:
+    from common.pktring import check_frames
     from mrcnet.fabric.orchestrator import RunOptions
 
     tdf = parse_tdf(args.tdf, args.switch)
     rate = args.rate or DEFAULTS[kind][0]
     ring = getattr(args, "rx_ring", None)
-    if ring is not None and not 0 <= ring <= 1 << 20:
-        raise ValueError(f"--rx-ring {ring}: 0..1048576 slots per port")
+    if ring is not None:
+        check_frames(ring)  # ValueError: refused before anything starts
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if rate == "file" else rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),

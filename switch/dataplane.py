@@ -25,16 +25,17 @@ import math
 import os
 import queue
 import select
-import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 from typing import TypeVar
 
 from common.lag import LagMeter
 from common.pktio import RxBuffers, send_batch
+from common.pktring import RxRing
 from common.rxstamp import RxStamp
 from common.vclock import RunClock
 from switch.pcap import PcapWriter
@@ -113,9 +114,10 @@ class Dataplane:
         self.run_clock = run_clock or RunClock(1.0)
         self.clock = clock or (run_clock.now if run_clock is not None else time.monotonic)
         self.lag = LagMeter(self.clock(), self.run_clock.tdf, lag_tolerance)
-        # Kernel receive timestamps per port socket: how long a batch waited to be read.
-        # (A port with a receive ring has its frames' timestamps in the ring's slots.)
-        self.rx_stamps = {n: RxStamp(p.fileno()) for n, p in ports.items() if p.ring is None}
+        # Kernel receive timestamps per port: how long a batch waited to be read (a port
+        # with a receive ring has them in the ring's slots, others ask the socket).
+        self.rx_stamps: dict[int, RxStamp | RxRing] = {
+            n: p.ring if p.ring is not None else RxStamp(p.fileno()) for n, p in ports.items()}
         self.counters = {n: PortCounters() for n in ports}
         self.carrier = {n: oper_up(p.ifname) for n, p in ports.items()}
         self.captures: dict[int, PcapWriter] = {}
@@ -139,6 +141,10 @@ class Dataplane:
         self._direct = threading.Lock()  # a direct call() and the loop's start exclude each other
         self._closed = False
         self._rx = RxBuffers(RX_BATCH, MAX_FRAME)  # receive scratch, shared by all ports
+        # each port's batch read: its ring, else one recvmmsg into the shared scratch
+        self._receive: dict[int, Callable[[int], list[bytes]]] = {
+            n: p.ring.recv_bytes if p.ring is not None else partial(self._rx.recv_bytes, p.sock)
+            for n, p in ports.items()}
         for n in ports:
             self.pipeline.set_port_oper_status(n, self.oper(n))
 
@@ -253,7 +259,7 @@ class Dataplane:
         ports = self.ports
         tm = self.tm
         clock = self.clock
-        fd_port = {p.fileno(): (n, p.sock, p.ring) for n, p in ports.items()}
+        fd_port = {p.fileno(): (n, self._receive[n]) for n, p in ports.items()}
         read_fds = [*fd_port, self._wake_r]
         if self.watcher is not None:
             read_fds.append(self.watcher.fileno())
@@ -269,7 +275,6 @@ class Dataplane:
         qdepth = tm.qdepth
         egress_get = tm.egress.get
         misc = self.misc
-        recv_bytes = self._rx.recv_bytes
         pending: dict[int, list[bytes]] = {n: [] for n in ports}  # fast-path frames per port
         pending_get = pending.get
         dirty: list[int] = []  # ports with pending frames, in first-use order
@@ -328,27 +333,20 @@ class Dataplane:
                             except OSError:
                                 log.exception("reading link changes failed")
                         continue
-                    port, sock, ring = entry
+                    port, receive = entry
                     if port in ingress_shaped:
-                        self._receive_shaped(port, sock, now)
+                        self._receive_shaped(port, now)
                         continue
                     try:
-                        if ring is not None:
-                            frames = ring.recv_bytes(RX_BATCH)  # no system call
-                        else:
-                            frames = recv_bytes(sock, RX_BATCH)  # one recvmmsg for the batch
+                        frames = receive(RX_BATCH)  # the ring, or one recvmmsg for the batch
                     except OSError:
                         self.misc["rx_errors"] += 1
                         continue
                     if not frames:
                         continue
-                    # the batch's newest frame was due when it arrived
-                    if ring is not None:
-                        lag_queued(ring.age(), now)
-                    else:
-                        rxs = stamp_get(port)
-                        if rxs is not None:
-                            lag_queued(rxs.age(), now)
+                    rxs = stamp_get(port)
+                    if rxs is not None:  # the batch's newest frame was due when it arrived
+                        lag_queued(rxs.age(), now)
                     pc = counters[port]
                     pc.rx_packets += len(frames)
                     pc.rx_bytes += sum(map(len, frames))
@@ -452,21 +450,15 @@ class Dataplane:
         if n & (n - 1) == 0:  # 1st, 2nd, 4th, 8th, ... occurrence
             log.exception("pipeline failed on a frame from port %d (%d so far)", port, n)
 
-    def _receive_shaped(self, port: int, sock: socket.socket, now: float) -> None:
+    def _receive_shaped(self, port: int, now: float) -> None:
         """Read a batch from a port whose ingress link is emulated: into its shaper."""
-        ring = self.ports[port].ring
         try:
-            if ring is not None:
-                frames = ring.recv_bytes(RX_BATCH)
-            else:
-                frames = self._rx.recv_bytes(sock, RX_BATCH)
+            frames = self._receive[port](RX_BATCH)
         except OSError:
             self.misc["rx_errors"] += 1
             return
         rxs = self.rx_stamps.get(port)
-        if frames and ring is not None:
-            self.lag.queued(ring.age(), now)
-        elif frames and rxs is not None and rxs.supported:
+        if frames and rxs is not None and rxs.supported:
             self.lag.queued(rxs.age(), now)
         pc = self.counters[port]
         cap = self.captures.get(port)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from common import vclock
 from common.pktring import FRAMES as RING_FRAMES
+from common.pktring import check_frames
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
@@ -113,8 +114,10 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         for n, _ in getattr(args, opt):
             if n not in numbers:
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
-    if not 0 <= args.rx_ring <= 1 << 20:
-        parser.error("--rx-ring must be 0..1048576 slots")
+    try:
+        check_frames(args.rx_ring)
+    except ValueError as exc:
+        parser.error(str(exc))
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
     if args.lag_tolerance is not None and not args.lag_tolerance > 0:

@@ -56,6 +56,7 @@ import yaml
 from common import fabric_registry
 from common.netns import stop_process_group, wait_until
 from common.p4runtime_client import CONTROLLER_ELECTION_ID
+from common.pktring import check_frames
 from common.vclock import RunClock
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.base_rtt import measure_base_rtt
@@ -210,8 +211,8 @@ class Fabric:
         opts = self.opts
         if opts.cc not in CC_CHOICES:
             raise ValueError(f"congestion control {opts.cc!r}: one of {', '.join(CC_CHOICES)}")
-        if opts.rx_ring is not None and not 0 <= opts.rx_ring <= 1 << 20:
-            raise ValueError(f"--rx-ring {opts.rx_ring}: 0..1048576 slots")
+        if opts.rx_ring is not None:
+            check_frames(opts.rx_ring)
         if opts.lb not in LB_CHOICES:
             raise ValueError(f"load balancing {opts.lb!r}: one of {', '.join(LB_CHOICES)}")
         t0 = time.monotonic()
