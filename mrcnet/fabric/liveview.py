@@ -39,6 +39,7 @@ from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
 from mrcnet.fabric.bmv2_counters import Bmv2Counters, SwitchFigures
+from mrcnet.fabric.portstats import PortReading, PortTotals, port_readings
 from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
 
@@ -99,6 +100,12 @@ class Sample:
     behind: float = 0.0  # largest fraction of the window a switch was behind schedule
     behind_switch: str = ""
     cc: dict[str, float] = field(default_factory=dict)  # QpTail.summary()
+    # Per port ("switch:port", non-zero only; mrcnet/fabric/portstats.py): bits/s sent and
+    # received across the emulated link, bytes queued at egress now, ports down now.
+    port_bps: dict[str, float] = field(default_factory=dict)
+    port_in_bps: dict[str, float] = field(default_factory=dict)
+    port_depth: dict[str, int] = field(default_factory=dict)
+    ports_down: list[str] = field(default_factory=list)
 
 
 def embedded_figures(resp: Any) -> SwitchFigures:
@@ -136,7 +143,10 @@ class StatsSampler:
         self.tracker = tracker
         self.interval = interval
         self.show = show
+        # Where the status line goes (mrcnet/fabric/livedisplay.py sets it; default stderr).
+        self.display: Callable[[str], None] = _to_stderr
         self.t0 = tracker.t0
+        self._ports = PortTotals()
         self.samples: list[Sample] = []
         self.errors = 0
         self._last: tuple[float, list[int]] | None = None
@@ -206,12 +216,16 @@ class StatsSampler:
         behind, behind_switch = 0.0, ""
         from switch.admin import timing_snapshot
 
+        readings: dict[str, dict[int, PortReading]] = {}
         for name, address in self.addresses.items():
             if name in self.bmv2:
                 figures = self.bmv2[name].read()
+                readings[name] = {port: PortReading(int(b), 0, 0, True)
+                                  for port, b in figures.egress_bytes.items()}
             else:
                 resp = self._fetch(name, address)
                 figures = embedded_figures(resp)
+                readings[name] = port_readings(resp)
                 if resp.HasField("timing"):
                     snap = timing_snapshot(resp.timing)
                     prev = self._timing.get(name)
@@ -227,6 +241,7 @@ class StatsSampler:
             ecn += figures.ecn
         now = self.clock.now() - self.t0
         last, self._last = self._last, (now, delivered)
+        ports = self._ports.rates(readings, now - last[0] if last is not None else 1.0)
         if last is None:
             return None
         dt = max(1e-6, now - last[0])
@@ -237,18 +252,28 @@ class StatsSampler:
             self.qps.poll()
             cc = self.qps.summary()
         s = Sample(now, bps, drops, trims, ecn, bad, list(delivered), round(behind, 4),
-                   behind_switch, cc)
+                   behind_switch, cc, ports.egress_bps, ports.ingress_bps, ports.depth_bytes,
+                   ports.down)
         self.samples.append(s)
         if self.show:
-            planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
-            unit = "virtual s" if self.clock.dilated else "s"
-            late = f" | behind {behind:.0%} ({behind_switch})" if behind > 0.01 else ""
-            cc_txt = ""
-            if cc:
-                cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
-                          f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
-                          f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
-                          f"pen {cc['penalty_max']:.0f}")
-            print(f"[{now:6.2f} {unit}] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
-                  f"trims {trims} ecn {ecn}{late}{cc_txt}", file=sys.stderr, flush=True)
+            self.display(self.status_line(s))
         return s
+
+    def status_line(self, s: Sample) -> str:
+        """The live view's one line for sample ``s``."""
+        planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(s.plane_bps))
+        unit = "virtual s" if self.clock.dilated else "s"
+        late = f" | behind {s.behind:.0%} ({s.behind_switch})" if s.behind > 0.01 else ""
+        cc_txt = ""
+        cc = s.cc
+        if cc:
+            cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
+                      f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
+                      f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
+                      f"pen {cc['penalty_max']:.0f}")
+        return (f"[{s.t:6.2f} {unit}] Mb/s {planes_txt} | EV bad {s.ev_bad:3d} | drops "
+                f"{s.drops} trims {s.trims} ecn {s.ecn}{late}{cc_txt}")
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
