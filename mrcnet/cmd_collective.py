@@ -195,14 +195,20 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         fab_say(f"calibration: TDF {opts.tdf:g} ("
                 f"{'faithful' if found['verified'] else 'not verified'}; "
                 f"{len(found['probes'])} probes, {found['seconds']:.0f} s)")
+    from mrcnet.cmd_up import start_web
+
     fab = Fabric(opts)
+    web = None
     try:
         fab.start()
+        web = start_web(fab, args)  # --web: circuits and steps as they happen
         res = run_on(fab, spec, args.timeout)
     except (RuntimeError, HarvestError, RunError, OSError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 1
     finally:
+        if web is not None:
+            web.stop()
         fab.stop()
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k not in ("runs", "table")},

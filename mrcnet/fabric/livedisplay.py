@@ -47,7 +47,7 @@ class StatusRow:
 
     def open(self) -> None:
         with self.lock:
-            cols, rows = self._size()
+            _cols, rows = self._size()
             self.rows = rows
             self.out.write(self._region(rows))
             self.out.flush()

@@ -43,6 +43,7 @@ from mrcnet.fabric.portstats import PortReading, PortTotals, port_readings
 from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
 
+LINE_INTERVAL = 0.5  # seconds of the run's clock between two lines of the live view
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
 
 
@@ -145,6 +146,9 @@ class StatsSampler:
         self.show = show
         # Where the status line goes (mrcnet/fabric/livedisplay.py sets it; default stderr).
         self.display: Callable[[str], None] = _to_stderr
+        # At most one line per LINE_INTERVAL of the run's clock, however often it samples
+        # (mrcnet up --web samples every 0.5 wall seconds, many samples per virtual second).
+        self._line_t = float("-inf")
         self.t0 = tracker.t0
         self._ports = PortTotals()
         self.samples: list[Sample] = []
@@ -255,7 +259,8 @@ class StatsSampler:
                    behind_switch, cc, ports.egress_bps, ports.ingress_bps, ports.depth_bytes,
                    ports.down)
         self.samples.append(s)
-        if self.show:
+        if self.show and s.t - self._line_t >= 0.9 * LINE_INTERVAL:
+            self._line_t = s.t
             self.display(self.status_line(s))
         return s
 

@@ -51,7 +51,7 @@ def packet_layout(topo: Topology) -> dict[str, Any]:
     hosts = topo.nodes_of(NodeKind.HOST, NodeKind.GPU)
     total = max(sum(widths) + GAP * (planes - 1), len(hosts) * SPACING * 0.6)
     scale = total / max(1.0, sum(widths) + GAP * (planes - 1))
-    row = max(ROW, total * 0.5 / (top + 2))  # about twice as wide as tall
+    row_h = max(ROW, total * 0.5 / (top + 2))  # about twice as wide as tall
     nodes = []
     x0 = MARGIN
     for p in range(planes):
@@ -60,9 +60,9 @@ def packet_layout(topo: Topology) -> dict[str, Any]:
             row = [s for s in switches if s.plane == p and (s.tier or 0) == t]
             for i, s in enumerate(row):
                 x = x0 + (i + 0.5) * w / len(row)
-                nodes.append(_node(topo, s.name, x, MARGIN + 20 + (top - t) * row))
+                nodes.append(_node(topo, s.name, x, MARGIN + 20 + (top - t) * row_h))
         x0 += w + GAP * scale
-    y_hosts = MARGIN + (top + 1) * row
+    y_hosts = MARGIN + 20 + (top + 1) * row_h
     for i, h in enumerate(hosts):
         nodes.append(_node(topo, h.name, MARGIN + (i + 0.5) * total / len(hosts), y_hosts))
     return {"width": round(total + 2 * MARGIN, 1), "height": round(y_hosts + MARGIN, 1),

@@ -159,9 +159,7 @@ class WebServer:
         except OSError as exc:
             await self._runner.cleanup()
             raise WebError(f"web view: cannot listen on {LOOPBACK}:{self.port}: {exc}") from exc
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = int(self._runner.addresses[0][1])
         self.url = f"http://{LOOPBACK}:{self.port}/?token={self.token}"
         asyncio.get_running_loop().create_task(self._producer())
 
