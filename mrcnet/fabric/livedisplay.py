@@ -17,6 +17,7 @@ progress log. At the CLI's prompt it is one of:
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import threading
@@ -37,7 +38,11 @@ class StatusRow:
         self.last = ""
 
     def _size(self) -> tuple[int, int]:
-        size = shutil.get_terminal_size((80, 24))
+        """The terminal's size now (not $COLUMNS/$LINES, which a resize leaves stale)."""
+        try:
+            size = os.get_terminal_size(self.out.fileno())
+        except (OSError, ValueError, AttributeError):
+            size = shutil.get_terminal_size((80, 24))
         return size.columns, size.lines
 
     def _region(self, rows: int) -> str:

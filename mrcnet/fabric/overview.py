@@ -15,6 +15,7 @@ from typing import Any
 
 from mrcnet.fabric.plotkit import (
     Run,
+    binned,
     busiest_port,
     retransmission_series,
     retransmissions_by_trigger,
@@ -70,8 +71,8 @@ def goodput(ax: Any, run: Run) -> None:
     unit = 1e9 if max((max(s.plane_bps, default=0) for s in run.samples), default=0) > 5e9 \
         else 1e6
     for p in range(run.planes):
-        ax.plot(t, [s.plane_bps[p] / unit if p < len(s.plane_bps) else 0 for s in run.samples],
-                label=f"plane {p}")
+        ax.plot(*binned(t, [s.plane_bps[p] / unit if p < len(s.plane_bps) else 0
+                            for s in run.samples]), label=f"plane {p}")
     ax.set_ylim(bottom=0)
 
 
@@ -112,8 +113,10 @@ def queue(ax: Any, run: Run) -> None:
         ax.text(0.5, 0.5, "no queue sampled", transform=ax.transAxes, ha="center",
                 va="center", color="grey")
         return
-    ax.step([s.t for s in run.samples], [s.port_depth.get(port, 0) / 1024 for s in run.samples],
-            where="post", color="tab:orange", label=f"{port} egress")
+    t, depth = binned([s.t for s in run.samples],
+                      [s.port_depth.get(port, 0) / 1024 for s in run.samples], agg="max")
+    ax.fill_between(t, depth, step="mid", color="tab:orange", alpha=0.35, lw=0)
+    ax.step(t, depth, where="mid", color="tab:orange", lw=1, label=f"{port} egress (max)")
     ax.set_ylim(bottom=0)
 
 

@@ -94,8 +94,10 @@ def shade(ax: Any, link_events: list[dict[str, Any]], end: float, names: bool = 
         ax.axvspan(start, stop, color=SPAN_COLORS[kind], alpha=0.15, lw=0,
                    label=None if kind in seen or not legend else f"{kind} down")
         if names and lo <= start <= hi:
-            ax.annotate(label, (start, 1.0), xycoords=("data", "axes fraction"), fontsize=7,
-                        va="top", rotation=90, color=SPAN_COLORS[kind])
+            ax.annotate(f"{label} down", (start, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(3, -3), textcoords="offset points", fontsize=7, va="top",
+                        color=SPAN_COLORS[kind],
+                        bbox={"fc": "white", "ec": "none", "alpha": 0.7, "pad": 1})
         seen.add(kind)
     ax.set_xlim(lo, hi)
 
@@ -207,3 +209,27 @@ def busiest_port(samples: list[Sample], span: tuple[float, float] | None = None
             if depth > best:
                 best, name = depth, key
     return name
+
+
+def binned(t: list[float], values: list[float], bins: int = 300,
+           agg: str = "mean") -> tuple[list[float], list[float]]:
+    """At most ``bins`` points over the span of ``t``: the mean (or max) of the values in each
+    bin, so that dense samples (every 0.5 wall seconds under time dilation) read as a line."""
+    if len(t) <= bins:
+        return t, values
+    lo, width = t[0], (t[-1] - t[0]) / bins or 1.0
+    out_t: list[float] = []
+    out_v: list[float] = []
+    acc: list[float] = []
+    edge = lo + width
+    for x, v in zip(t, values):
+        if x >= edge and acc:
+            out_t.append(edge - width / 2)
+            out_v.append(max(acc) if agg == "max" else sum(acc) / len(acc))
+            acc = []
+            edge = lo + width * (int((x - lo) / width) + 1)
+        acc.append(v)
+    if acc:
+        out_t.append(edge - width / 2)
+        out_v.append(max(acc) if agg == "max" else sum(acc) / len(acc))
+    return out_t, out_v

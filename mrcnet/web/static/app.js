@@ -25,7 +25,9 @@ function fmtBytes(b) {
 function draw(t) {
   topo = t;
   document.getElementById("title").textContent = `mrcnet: ${t.name}`;
-  svg.attr("viewBox", `0 0 ${t.width} ${t.height}`).attr("preserveAspectRatio", "xMidYMid meet");
+  svg.attr("viewBox", `0 0 ${t.width} ${t.height}`).attr("preserveAspectRatio", "xMidYMid meet")
+    .style("max-width", `${1.6 * t.width}px`).style("max-height", `${1.6 * t.height}px`)
+    .style("margin", "0 auto");
   const pos = new Map(t.nodes.map(n => [n.id, n]));
   const root = svg.append("g");
   if (t.kind === "packet") {
@@ -106,7 +108,7 @@ function apply(s) {
   if (updates.length > 600) updates.shift();
   document.body.dataset.updates = String(Number(document.body.dataset.updates) + 1);
   if (document.body.dataset.updates === "1") performance.mark("mrcnet-first-snapshot");
-  status("live", false);
+  status(`${document.body.dataset.updates} updates`, false);
 }
 
 function applyPacket(s) {
