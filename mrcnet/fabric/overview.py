@@ -120,6 +120,14 @@ def queue(ax: Any, run: Run) -> None:
     ax.set_ylim(bottom=0)
 
 
+def _class_panel(qp_class: str, points: list[tuple[float, int]]) -> Panel:
+    def draw(ax: Any, _run: Run) -> None:
+        ax.step([p[0] for p in points], [p[1] for p in points], where="post",
+                label=f"{qp_class} QPs")
+        ax.set_ylim(bottom=0)
+    return draw
+
+
 def write_all(run: Run) -> list[Path]:
     out = []
     busiest = None
@@ -141,14 +149,9 @@ def write_all(run: Run) -> list[Path]:
     out.append(_draw(run, [ev_row], run.run_dir / "ev_states.png", 3.6))
     series = retransmission_series(run.run_dir, run.wall_t0) if run.wall_t0 is not None else {}
     if series:
-        panels = []
-        for qp_class, points in sorted(series.items()):
-            def draw(ax: Any, _run: Run, pts: list[tuple[float, int]] = points,
-                     cls: str = qp_class) -> None:
-                ax.step([p[0] for p in pts], [p[1] for p in pts], where="post",
-                        label=f"{cls} QPs")
-                ax.set_ylim(bottom=0)
-            panels.append((f"Retransmissions, {qp_class} QPs", "packets retransmitted", draw))
+        panels: list[tuple[str, str, Panel]] = [
+            (f"Retransmissions, {qp_class} QPs", "packets retransmitted",
+             _class_panel(qp_class, points)) for qp_class, points in sorted(series.items())]
         out.append(_draw(run, panels, run.run_dir / "retransmissions.png",
                          1.6 + 2.0 * len(panels)))
     return out

@@ -59,6 +59,7 @@ class WebServer:
         self._latest: bytes = b""
         self._tick = asyncio.Event()
         self._stopping: asyncio.Event | None = None
+        self._producing: asyncio.Task[None] | None = None
 
     # -- app -----------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -161,12 +162,19 @@ class WebServer:
             raise WebError(f"web view: cannot listen on {LOOPBACK}:{self.port}: {exc}") from exc
         self.port = int(self._runner.addresses[0][1])
         self.url = f"http://{LOOPBACK}:{self.port}/?token={self.token}"
-        asyncio.get_running_loop().create_task(self._producer())
+        self._producing = asyncio.get_running_loop().create_task(self._producer())
 
     async def _stop(self) -> None:
         if self._stopping is not None:
             self._stopping.set()
             self._tick.set()
+        if self._producing is not None:
+            self._producing.cancel()
+            try:
+                await self._producing
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._producing = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -54,6 +54,8 @@ function draw(t) {
     .attr("class", n => n.kind).attr("id", n => `node-${n.id}`)
     .attr("transform", n => `translate(${n.x},${n.y})`);
   nodes.append("title").text(n => n.id);
+  const portLink = new Map();
+  t.links.forEach(l => { portLink.set(`${l.a}:${l.ap}`, l); portLink.set(`${l.b}:${l.bp}`, l); });
   nodes.filter(n => n.kind === "switch").each(function (n) {
     const g = d3.select(this);
     const w = Math.max(44, n.ports.length * 5 + 8);
@@ -70,7 +72,8 @@ function draw(t) {
         .attr("data-depth", 0).attr("x", x).attr("y", 11)
         .attr("width", Math.max(1, slot - 1)).attr("height", 0);
       bar.append("title").text(`${n.id}:${port} queue`);
-      qbars.set(`${n.id}:${port}`, bar);
+      const link = portLink.get(`${n.id}:${port}`);
+      qbars.set(`${n.id}:${port}`, {el: bar.node(), depth: 0, limit: (link && link.qbytes) || 1048576});
     });
   });
   nodes.filter(n => n.kind === "host").append("circle").attr("r", 9);
@@ -111,13 +114,19 @@ function apply(s) {
   status(`${document.body.dataset.updates} updates`, false);
 }
 
+const shown = [];  // per link: [state, load in 0.1% steps] last drawn
 function applyPacket(s) {
   const down = new Set(s.down);
-  linkSel.each(function (l) {
+  const els = linkSel.nodes();
+  topo.links.forEach((l, k) => {
     const load = s.load[l.i] || 0;
     const state = down.has(l.i) ? "down" : "up";
-    const el = this;
-    if (el.getAttribute("data-state") !== state) {
+    const step = Math.round(load * 1000);
+    const last = shown[k];
+    if (last && last[0] === state && last[1] === step) return;  // nothing to redraw
+    shown[k] = [state, step];
+    const el = els[k];
+    if (!last || last[0] !== state) {
       el.setAttribute("data-state", state);
       el.classList.toggle("down", state === "down");
     }
@@ -132,15 +141,17 @@ function applyPacket(s) {
     .attr("x", i => (+linkSel.nodes()[i].getAttribute("x1") + +linkSel.nodes()[i].getAttribute("x2")) / 2)
     .attr("y", i => (+linkSel.nodes()[i].getAttribute("y1") + +linkSel.nodes()[i].getAttribute("y2")) / 2)
     .text("✕");
-  const limit = new Map();
-  topo.links.forEach(l => { limit.set(`${l.a}:${l.ap}`, l.qbytes); limit.set(`${l.b}:${l.bp}`, l.qbytes); });
   const rows = [];
-  for (const [key, bar] of qbars) {
-    const [sw, port] = [key.slice(0, key.lastIndexOf(":")), key.slice(key.lastIndexOf(":") + 1)];
-    const depth = (s.depth[sw] || {})[port] || 0;
-    const frac = Math.min(1, depth / (limit.get(key) || 1048576));
-    bar.attr("data-depth", depth).attr("height", 9 * frac).attr("y", 11 - 9 * frac);
+  for (const [key, q] of qbars) {
+    const cut = key.lastIndexOf(":");
+    const depth = (s.depth[key.slice(0, cut)] || {})[key.slice(cut + 1)] || 0;
     if (depth > 0) rows.push([key, depth]);
+    if (depth === q.depth) continue;
+    q.depth = depth;
+    const h = 9 * Math.min(1, depth / q.limit);
+    q.el.setAttribute("data-depth", depth);
+    q.el.setAttribute("height", h);
+    q.el.setAttribute("y", 11 - h);
   }
   rows.sort((a, b) => b[1] - a[1]);
   d3.select("#queues tbody").selectAll("tr").data(rows.slice(0, 8)).join("tr")
