@@ -24,6 +24,7 @@ function fmtBytes(b) {
 
 function draw(t) {
   topo = t;
+  document.body.dataset.kind = t.kind;
   document.getElementById("title").textContent = `mrcnet: ${t.name}`;
   svg.attr("viewBox", `0 0 ${t.width} ${t.height}`).attr("preserveAspectRatio", "xMidYMid meet")
     .style("max-width", `${1.6 * t.width}px`).style("max-height", `${1.6 * t.height}px`)
@@ -188,8 +189,7 @@ function applyCircuit(s) {
   d3.select("#circuit-layer").selectAll("path").data(circuits, c => c.join(">")).join("path")
     .attr("class", "circuit").attr("d", path).attr("stroke", c => colour(c[0]))
     .attr("data-circuit", c => c.join(" -> "));
-  d3.select("#circuits-title").attr("hidden", null);
-  d3.select("#circuits").attr("hidden", null).selectAll("li").data(circuits, c => c.join(">"))
+  d3.select("#circuits").selectAll("li").data(circuits, c => c.join(">"))
     .join("li").text(c => `${c[0]} → ${c[1]}`);
   timeline(s.collective);
 }
@@ -208,13 +208,24 @@ function timeline(coll) {
           ` done, ${coll.reconfigurations} reconfigurations${coll.done ? " (finished)" : ""}`);
   const steps = [];
   for (let i = 0; i + 1 < recs.length; i++) steps.push([recs[i].released_s, recs[i + 1].last_arrival_s, i + 1]);
-  tl.append("g").selectAll("rect").data(steps).join("rect").attr("class", "step")
+  tl.append("g").selectAll("rect").data(steps).join("rect")
+    .attr("class", d => d[2] % 2 ? "step odd" : "step")
     .attr("x", d => x(d[0] - t0)).attr("width", d => Math.max(1, x(d[1] - t0) - x(d[0] - t0)))
-    .attr("y", 24).attr("height", 30).append("title").text(d => `step ${d[2]}`);
+    .attr("y", 24).attr("height", 30).append("title")
+    .text(d => `step ${d[2]}: ${((d[1] - d[0]) * 1e3).toFixed(2)} ms`);
+  tl.append("g").selectAll("text").data(steps.filter(d => x(d[1] - t0) - x(d[0] - t0) > 14))
+    .join("text").attr("class", "steplabel").attr("x", d => (x(d[0] - t0) + x(d[1] - t0)) / 2)
+    .attr("y", 43).text(d => d[2]);
+  document.getElementById("collective").textContent =
+    `${coll.session}: ${Math.max(0, recs.length - 1)} of ${coll.steps} steps, ` +
+    `${coll.reconfigurations} reconfigurations${coll.done ? ", finished" : ", running"}` +
+    (coll.error ? ` (error: ${coll.error})` : "");
   const darks = recs.filter(r => r.reconfigured && r.dark_end_s > r.dark_start_s);
   tl.append("g").selectAll("rect").data(darks).join("rect").attr("class", "dark")
     .attr("x", r => x(r.dark_start_s - t0)).attr("width", r => Math.max(1, x(r.dark_end_s - t0) - x(r.dark_start_s - t0)))
     .attr("y", 58).attr("height", 14).append("title").text(r => `OCS dark before step ${r.step + 1}`);
+  tl.append("text").attr("x", 4).attr("y", 43).attr("font-size", 10).text("steps");
+  tl.append("text").attr("x", 4).attr("y", 69).attr("font-size", 10).text("dark");
   tl.append("g").attr("class", "axis").attr("transform", "translate(0,78)")
     .call(d3.axisBottom(x).ticks(8).tickFormat(v => `${(v * 1e3).toFixed(1)} ms`));
 }
