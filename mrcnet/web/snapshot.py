@@ -91,7 +91,8 @@ class LinkIndex:
 
 def qp_states(latest: Mapping[tuple[str, int, int, int], str],
               known: Iterable[tuple[str, int]], ev_count: int) -> list[dict[str, Any]]:
-    """Per QP (``host/qpn``): EVs GOOD, ASSUMED_BAD, DENIED and which are not GOOD."""
+    """Per QP (``host/qpn``): EVs GOOD, ASSUMED_BAD, DENIED and which are not GOOD; the QPs
+    with EVs not GOOD first."""
     per: dict[tuple[str, int], dict[str, Any]] = {
         q: {"bad": 0, "denied": 0, "not_good": []} for q in known}
     for (host, qpn, ev, port), state in sorted(latest.items()):
@@ -104,7 +105,8 @@ def qp_states(latest: Mapping[tuple[str, int, int, int], str],
             continue
         row["not_good"].append(f"{ev:#x}@{port} {state}")
     out = []
-    for (host, qpn), row in sorted(per.items()):
+    for (host, qpn), row in sorted(per.items(), key=lambda kv: (
+            -(kv[1]["bad"] + kv[1]["denied"]), kv[0])):
         good = max(0, ev_count - row["bad"] - row["denied"]) if ev_count else None
         out.append({"qp": f"{host}/{qpn}", "good": good, **row})
     return out

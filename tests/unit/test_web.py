@@ -90,12 +90,13 @@ def test_link_log_marks_links_down_when_switches_report_nothing() -> None:
 def test_qp_states_count_every_qp_and_list_the_evs_not_good() -> None:
     latest = {("h0", 7, 0x100, 1): "ASSUMED_BAD", ("h0", 7, 0x101, 1): "GOOD",
               ("h1", 9, 0x110, 2): "DENIED"}
-    rows = qp_states(latest, [("h2", 3)], ev_count=32)
-    assert rows == [
+    rows = qp_states(latest, [("h2", 3), ("h0", 1)], ev_count=32)
+    assert rows[-1] == {"qp": "h2/3", "good": 32, "bad": 0, "denied": 0, "not_good": []}
+    assert rows[:-1] == [
         {"qp": "h0/7", "good": 31, "bad": 1, "denied": 0, "not_good": ["0x100@1 ASSUMED_BAD"]},
         {"qp": "h1/9", "good": 31, "bad": 0, "denied": 1, "not_good": ["0x110@2 DENIED"]},
-        {"qp": "h2/3", "good": 32, "bad": 0, "denied": 0, "not_good": []},
-    ]
+        {"qp": "h0/1", "good": 32, "bad": 0, "denied": 0, "not_good": []},
+    ]  # the QPs with EVs not GOOD first
 
 
 def test_replay_source_plays_a_results_folder(tmp_path: Path) -> None:

@@ -168,11 +168,16 @@ function applyPacket(s) {
   qpTable(s.qps || []);
 }
 
+const QP_ROWS = 40;
 function qpTable(qps) {
-  d3.select("#qps tbody").selectAll("tr").data(qps, q => q.qp).join("tr")
+  const more = qps.length - QP_ROWS;
+  d3.select("#qps tbody").selectAll("tr").data(qps.slice(0, QP_ROWS), q => q.qp).join("tr")
     .attr("class", q => (q.bad || q.denied) ? "qp-bad" : null)
     .attr("title", q => q.not_good.join("\n"))
     .html(q => `<td>${q.qp}</td><td>${q.good ?? "-"}</td><td>${q.bad}</td><td>${q.denied}</td>`);
+  d3.select("#qps tfoot").remove();
+  if (more > 0) d3.select("#qps").append("tfoot").append("tr").append("td").attr("colspan", 4)
+    .text(`${more} more QPs, ${qps.slice(QP_ROWS).filter(q => q.bad || q.denied).length} of them with EVs not GOOD`);
 }
 
 function applyCircuit(s) {
