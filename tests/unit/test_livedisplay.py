@@ -15,8 +15,6 @@ import pytest
 from mrcnet.fabric.livedisplay import LiveDisplay
 
 
-
-
 @pytest.fixture
 def tty() -> Iterator[tuple[io.TextIOWrapper, int]]:
     """A pseudo-terminal of 30 rows x 100 columns: (the slave as a text stream, master fd)."""
