@@ -141,9 +141,10 @@ def tdf_probe(spec: dict[str, Any]) -> Any:
     from mrcnet.fabric.orchestrator import Fabric
 
     def probe(opts: Any, tdf: float, _workload: str, _size: int, _qp: str,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, _extra: dict[str, Any] | None = None) -> dict[str, Any]:
         fab = Fabric(replace(opts, tdf=tdf, show=False,
                              results_root=opts.results_root / "calibration"))
+        fab.say = lambda text: None  # type: ignore[method-assign]  # one line per probe
         try:
             fab.start()
             driver = CollectiveDriver(fab, timeout=timeout)
