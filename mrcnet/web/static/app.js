@@ -49,6 +49,13 @@ function draw(t) {
     .attr("x2", l => pos.get(l.b).x).attr("y2", l => pos.get(l.b).y)
     .attr("stroke", IDLE).attr("stroke-width", 1.5);
   linkSel.append("title").text(l => `${l.a}:${l.ap} -- ${l.b}:${l.bp}`);
+  // the tooltip says the load when the pointer is on the link (not rewritten every update)
+  linkSel.on("mouseenter", function (_e, l) {
+    const load = +this.getAttribute("data-load");
+    this.firstChild.textContent = `${l.a}:${l.ap} -- ${l.b}:${l.bp}: ` +
+      (this.getAttribute("data-state") === "down" ? "DOWN"
+        : `${(load * 100).toFixed(0)}% (${fmtRate(+this.getAttribute("data-bps"))})`);
+  });
   root.append("g").attr("id", "downmarks");
   root.append("g").attr("id", "circuit-layer");
   const nodes = root.append("g").selectAll("g").data(t.nodes).join("g")
@@ -59,10 +66,11 @@ function draw(t) {
   t.links.forEach(l => { portLink.set(`${l.a}:${l.ap}`, l); portLink.set(`${l.b}:${l.bp}`, l); });
   nodes.filter(n => n.kind === "switch").each(function (n) {
     const g = d3.select(this);
-    const w = Math.max(44, n.ports.length * 5 + 8);
+    const label = n.id.replace(/^p\d+-/, "");
+    const w = Math.max(44, n.ports.length * 5 + 8, label.length * 6 + 10);
     g.append("rect").attr("class", "box").attr("x", -w / 2).attr("y", -14)
       .attr("width", w).attr("height", 28).attr("rx", 4);
-    g.append("text").attr("y", -3).text(n.id.replace(/^p\d+-/, ""));
+    g.append("text").attr("y", -3).text(label);
     // one slot per port: the bar's height is the egress queue over the link's queue limit
     const slot = (w - 8) / n.ports.length;
     n.ports.forEach((port, k) => {
@@ -132,10 +140,9 @@ function applyPacket(s) {
       el.classList.toggle("down", state === "down");
     }
     el.setAttribute("data-load", load.toFixed(3));
+    el.setAttribute("data-bps", s.bps[l.i] || 0);
     el.setAttribute("stroke", load < 0.005 ? IDLE : loadColour(Math.min(1, load)));
     el.setAttribute("stroke-width", 1.5 + 3 * Math.min(1, load));
-    el.firstChild.textContent = `${l.a}:${l.ap} -- ${l.b}:${l.bp}: ` +
-      (state === "down" ? "DOWN" : `${(load * 100).toFixed(0)}% (${fmtRate(s.bps[l.i] || 0)})`);
   });
   const marks = d3.select("#downmarks").selectAll("text").data(s.down, i => i);
   marks.join("text").attr("class", "downmark")
