@@ -175,7 +175,7 @@ def test_web_view_shows_a_link_down_and_the_load_of_the_others(tmp_path: Path) -
             shot = page.screenshot(run_dir / "web-view.png")
             link = page.evaluate(f"{down}[0].dataset.link")
             title = page.evaluate(f"(() => {{ const e = {down}[0]; e.dispatchEvent("
-                                  "new MouseEvent('mouseenter')); return e.textContent; }})()")
+                                  "new MouseEvent('mouseenter')); return e.textContent; })()")
             loads = page.evaluate("[...document.querySelectorAll('.link')].map(l => "
                                   "[l.dataset.link, l.dataset.state, +l.dataset.load])")
             listed = page.evaluate("document.querySelector('#down').textContent")
