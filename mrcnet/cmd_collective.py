@@ -196,7 +196,7 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         fab_say(f"calibration: TDF {opts.tdf:g} ("
                 f"{'faithful' if found['verified'] else 'not verified'}; "
                 f"{len(found['probes'])} probes, {found['seconds']:.0f} s)")
-    from mrcnet.cmd_up import start_web
+    from mrcnet.web.launch import start_web
 
     fab = Fabric(opts)
     web = None

@@ -229,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     from mrcnet.fabric.plan import PlanError
     from mrcnet.fabric.scenario import collect, run_scenario
     from mrcnet.fabric.workloads import WorkloadError, flows_for
+    from mrcnet.web.launch import start_web
     from topologies.loader import TopologyError, load
 
     demo_tdf = args.demo and args.tdf is None  # the demo calibrates unless told a factor
@@ -286,7 +287,7 @@ def run(args: argparse.Namespace) -> int:
         fab.start()
         if fab.sampler is not None:
             fab.sampler.display = display
-        web = start_web(fab, args)
+        web = start_web(fab, args)  # --web: the page of this fabric
         res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout,
                            extra=extra)
         _add_calibration(fab, res, calibration)
@@ -321,16 +322,3 @@ def web_sample_interval(tdf: float) -> float:
     """With --web the live view samples every 0.5 wall seconds (the page updates at least
     once a second whatever the dilation): 0.5 / TDF seconds of the run's clock."""
     return 0.5 / max(1.0, tdf)
-
-
-def start_web(fab: Any, args: argparse.Namespace) -> Any:
-    """``--web``: the live web view of ``fab`` (mrcnet/web), its URL printed; None without."""
-    if not getattr(args, "web", False):
-        return None
-    from mrcnet.web.server import WebServer
-    from mrcnet.web.sources import LiveSource
-
-    server = WebServer(LiveSource(fab), port=args.web_port)
-    url = server.start()
-    _say(f"web view: {url}")
-    return server
