@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import grpc
 
@@ -145,6 +146,28 @@ class CtlClient:
         """host -> attached, for every registered agent."""
         stats = self.fabric.GetStatistics(pb.GetStatisticsRequest(), timeout=self.timeout)
         return {a.host: a.attached for a in stats.agents}
+
+    def switch_stats(self, switches: list[str] | None = None, detail: bool = False
+                     ) -> pb.GetSwitchStatsResponse:
+        """Every switch's figures and lag meter as the controller's drivers read them."""
+        return self.fabric.GetSwitchStats(
+            pb.GetSwitchStatsRequest(switches=switches or [], detail=detail),
+            timeout=self.timeout)
+
+    def read_counter(self, switch: str, counter: str, indexes: list[int] | None = None
+                     ) -> dict[int, tuple[int, int]]:
+        """index -> (packets, bytes) of a P4 counter of ``switch`` (every cell by default)."""
+        resp = self.fabric.ReadCounters(pb.ReadCountersRequest(
+            switch=switch, counter=counter, indexes=indexes or []), timeout=self.timeout)
+        return {c.index: (c.packets, c.bytes) for c in resp.cells}
+
+    def capture(self, switch: str, port: int, path: str = "", start: bool = True,
+                direction: int = 0, snaplen: int = 0) -> Any:
+        """Start (``path``) or stop a switch port's capture; the switch's CaptureInfo."""
+        req = pb.SwitchCaptureRequest(switch=switch, port=port, path=path,
+                                      direction=direction, snaplen=snaplen)  # type: ignore[arg-type]
+        rpc = self.fabric.StartSwitchCapture if start else self.fabric.StopSwitchCapture
+        return rpc(req, timeout=self.timeout)
 
     def watch_events(self, on_event: Callable[[pb.EvEvent], None]) -> None:
         """Stream EV events of the run's profile to ``on_event`` (a background thread)."""
