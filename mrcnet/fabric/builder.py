@@ -11,8 +11,8 @@ checksum and segmentation offloads off, as common/netns.NetKit does.
 
 A target that does not shape the host-to-switch direction of host links itself
 (``shapes_host_ingress`` False: BMv2 shapes only its egress) has it shaped at the host: a TBF
-qdisc on the host's NIC interface with the link's rate and queue size
-(``switch.targets.bmv2.host_shaper_command``). What a target does not emulate is in
+qdisc on the host's NIC interface with the link's rate and queue size (the kind's
+``host_shaper``). What a target does not emulate is in
 ``notes()``.
 
 ``MininetFabric.stop()`` is idempotent: switch processes by pid, links, host shells. Mininet's
@@ -29,7 +29,6 @@ from typing import Any
 from common.netns import free_tcp_port
 from mrcnet.fabric.plan import FabricPlan
 from switch.targets import DEFAULT_KIND, DEFAULT_START_TIMEOUT, SwitchTarget, target_class
-from switch.targets.bmv2 import host_shaper_command
 
 MTU = 9000
 
@@ -164,7 +163,7 @@ class MininetFabric:
 
     def _shape_host_port(self, node: Any, ifname: str, switch: str, port: int) -> None:
         spec = next(s.ingress.get(port) for s in self.plan.switches if s.name == switch)
-        cmd = host_shaper_command(ifname, spec or "")
+        cmd = self.target_cls.host_shaper(ifname, spec or "")
         if cmd is None:
             return
         out = node.cmd(f"{cmd}; echo rc=$?")

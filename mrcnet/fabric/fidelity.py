@@ -81,7 +81,7 @@ SwitchTimings = Callable[[], Mapping[str, "dict[str, Any] | str"]]
 def controller_timings(stats: Callable[[], Any]) -> SwitchTimings:
     """Switch timings from the controller's GetSwitchStats (``stats()`` returns it): the
     switches' drivers read the lag meters, whatever the switches' kind."""
-    from switch.admin import timing_snapshot
+    from common.lag_proto import timing_snapshot
 
     def timings() -> dict[str, dict[str, Any] | str]:
         out: dict[str, dict[str, Any] | str] = {}

@@ -170,7 +170,7 @@ class StatsSampler:
         delivered = [0] * planes
         drops = trims = ecn = 0
         behind, behind_switch = 0.0, ""
-        from switch.admin import timing_snapshot
+        from common.lag_proto import timing_snapshot
 
         for sw in self.stats().switches:
             if sw.error:  # an unreadable switch is an error of the sample, never zeros

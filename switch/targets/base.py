@@ -87,6 +87,13 @@ class SwitchTarget(ABC):
     def unavailable_reason(cls) -> str:
         return ""
 
+    @classmethod
+    def host_shaper(cls, ifname: str, spec: str) -> str | None:
+        """For a kind that does not shape host -> switch itself (``shapes_host_ingress``
+        False): the shell command, run in the host's namespace, that shapes the host NIC
+        ``ifname`` like the ingress link ``spec``; None when nothing needs shaping."""
+        return None
+
     def check_links(self) -> None:
         """Raise ValueError for a link spec the kind cannot emulate (default: parse them)."""
         for spec in (*self.links.values(), *self.ingress_links.values(), self.default_link):

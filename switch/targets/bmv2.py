@@ -133,7 +133,7 @@ class Bmv2Switch(ProcessSwitch):
     """
 
     kind = "bmv2"
-    label = SWITCH_TOOL
+    label = f"BMv2 {SWITCH_TOOL}"
     supports_dilation = False
     shapes_host_ingress = False
     has_lag_meter = False
@@ -152,6 +152,10 @@ class Bmv2Switch(ProcessSwitch):
     def unavailable_reason(cls) -> str:
         return (f"{SWITCH_TOOL} is not on PATH (nor in $P4_BIN_DIR: BMv2 is not installed on "
                 "this machine); use the embedded switch")
+
+    @classmethod
+    def host_shaper(cls, ifname: str, spec: str) -> str | None:
+        return host_shaper_command(ifname, spec)
 
     def check_links(self) -> None:
         for spec in (*self.links.values(), self.default_link):
