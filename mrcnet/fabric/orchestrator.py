@@ -261,7 +261,7 @@ class Fabric:
         self.ctl.setup_profiles(topo, mode, opts.lb)
         self._start_agents(mode)
         self._step("agents", t0)
-        self.ctl.watch_events(self.tracker.on_event)
+        self.ctl.watch_run_events(self.tracker.on_event)
         self.fidelity = FidelityMonitor(self.clock, controller_timings(self.ctl.switch_stats),
                                         self.pids)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
