@@ -23,6 +23,7 @@ from controller.collective import Collectives
 from controller.errors import CtlError, ErrorKind, invalid, not_found
 from controller.events import EventHub, Subscription
 from controller.fabric import FabricBackend, FabricState, InMemoryFabric
+from controller.switch_ops import SwitchOps
 from topologies.addressing import host_gid, mac
 from topologies.model import FabricKind, NodeKind, Topology
 
@@ -76,6 +77,7 @@ class Controller:
         self.events = EventHub()
         self.fabric = (FabricState(topology, backend or InMemoryFabric(), sleep=self.clock.sleep)
                        if topology else None)
+        self.switches = SwitchOps(backend)  # switch reads and captures (controller/drivers)
         # collective barriers: times and the dark time of reconfigurations on the run clock
         self.collectives = Collectives(self._fabric, clock=self.clock.now,
                                        wall=self.clock.to_wall, readback=self._read_circuits)

@@ -27,9 +27,10 @@ from common.vclock import RunClock
 from controller.auth import AuthError, TokenInterceptor, bind_unix, read_token, tls_credentials
 from controller.convergence import Convergence
 from controller.core import Controller
+from controller.drivers import SwitchEndpoint, parse_endpoint
 from controller.fabric import FabricBackend
 from controller.service import add_services
-from controller.southbound import SouthboundError, SwitchEndpoint, SwitchFabric
+from controller.southbound import SouthboundError, SwitchFabric
 from topologies.loader import TopologyError, load
 from topologies.model import PathMode
 from topologies.routes import switch_tables
@@ -145,24 +146,12 @@ def start(config: ServerConfig, backend: FabricBackend | None = None) -> Control
 
 
 def read_switch_map(path: str) -> dict[str, SwitchEndpoint]:
-    """``{"leaf0": {"address": "127.0.0.1:9559", "device_id": 1}, ...}`` -> endpoints.
-
-    A BMv2 switch adds ``"target": "bmv2"``, its ``"thrift_port"`` and ``"ports"``
-    (``{"1": "ifname", ...}``), which the controller needs to keep its port state."""
+    """``{"leaf0": {"kind": "...", "address": "127.0.0.1:9559", "device_id": 1, ...}, ...}``
+    (what the switch nodes' ``endpoint()`` wrote) -> endpoints; the kind's driver validates
+    what else its entries carry (controller/drivers/)."""
     try:
         data = json.loads(Path(path).read_text())
-        out = {}
-        for name, ep in data.items():
-            target = str(ep.get("target", "embedded"))
-            if target not in ("embedded", "bmv2"):
-                raise ValueError(f"{name}: unknown target {target!r} (embedded, bmv2)")
-            ifnames = tuple(sorted((int(k), str(v)) for k, v in ep.get("ports", {}).items()))
-            thrift = int(ep.get("thrift_port", 0))
-            if target == "bmv2" and (not thrift or not ifnames):
-                raise ValueError(f"{name}: a bmv2 switch needs thrift_port and ports")
-            out[name] = SwitchEndpoint(str(ep["address"]), int(ep["device_id"]), target,
-                                       thrift, ifnames)
-        return out
+        return {name: parse_endpoint(name, ep) for name, ep in data.items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SouthboundError(f"switch map {path}: {exc}") from None
 

@@ -15,6 +15,7 @@ import grpc
 
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
+from common.proto import switch_admin_pb2 as admin_pb
 from controller.core import Controller
 from controller.errors import CtlError, ErrorKind
 
@@ -219,6 +220,26 @@ class MrcFabricServicer(pb_grpc.MrcFabricServicer):  # type: ignore[misc]
         self, request: pb.GetCollectiveRequest, context: grpc.ServicerContext
     ) -> pb.CollectiveState:
         return _call(context, lambda: self.ctl.collectives.state(request.session))
+
+    def GetSwitchStats(
+        self, request: pb.GetSwitchStatsRequest, context: grpc.ServicerContext
+    ) -> pb.GetSwitchStatsResponse:
+        return _call(context, lambda: self.ctl.switches.stats(request))
+
+    def ReadCounters(
+        self, request: pb.ReadCountersRequest, context: grpc.ServicerContext
+    ) -> pb.ReadCountersResponse:
+        return _call(context, lambda: self.ctl.switches.read_counters(request))
+
+    def StartSwitchCapture(
+        self, request: pb.SwitchCaptureRequest, context: grpc.ServicerContext
+    ) -> admin_pb.CaptureInfo:
+        return _call(context, lambda: self.ctl.switches.capture(request, start=True))
+
+    def StopSwitchCapture(
+        self, request: pb.SwitchCaptureRequest, context: grpc.ServicerContext
+    ) -> admin_pb.CaptureInfo:
+        return _call(context, lambda: self.ctl.switches.capture(request, start=False))
 
 
 def add_services(server: grpc.Server, ctl: Controller) -> None:

@@ -2,21 +2,18 @@
 
 ``SwitchFabric.start()`` connects to every switch of the topology as primary P4Runtime
 controller (election id ``CONTROLLER_ELECTION_ID``, above p4runtime-shell's default), pushes
-the pipeline (mrc_switch or ocs) and writes the tables of the path mode
-(controller.programming); a failure on any switch closes every session opened so far and
-names the switch. Link state goes through each end's switch admin service (SetPortAdmin) on
-embedded switches; on BMv2 switches (``target="bmv2"`` in the switch map) the controller keeps
-the port state itself (controller/bmv2_ports.py: ``port_down`` over Thrift, port events from
-its own state and from the interfaces' carrier); optical circuits become
-OcsIngress.cross_connect writes (only the difference to the current set: DELETE, MODIFY,
-INSERT in one Write).
+the pipeline (mrc_switch or ocs, with the device config the switch's kind needs) and writes
+the tables of the path mode (controller.programming); a failure on any switch closes every
+session opened so far and names the switch. What differs between kinds of switch (port
+admin state, figures, lag meter, captures) is the switch's driver (controller/drivers/,
+chosen by the kind in its endpoint); optical circuits become OcsIngress.cross_connect writes
+(only the difference to the current set: DELETE, MODIFY, INSERT in one Write).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 
 import grpc
 
@@ -27,9 +24,14 @@ from common.p4runtime_client import (
     P4RuntimeWriteError,
 )
 from common.proto import switch_admin_pb2 as admin_pb
-from common.proto import switch_admin_pb2_grpc as admin_grpc
 from common.proto.p4.v1 import p4runtime_pb2
-from controller.bmv2_ports import Bmv2Ports, Bmv2PortState, CliRunner
+from controller.drivers import (
+    DriverError,
+    SwitchDriver,
+    SwitchEndpoint,
+    SwitchFigures,
+    driver_class,
+)
 from controller.fabric import BackendError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
@@ -45,15 +47,6 @@ class SouthboundError(BackendError):
     """A switch could not be reached or refused an operation; the message names it."""
 
 
-@dataclass(frozen=True)
-class SwitchEndpoint:
-    address: str  # "host:port" of the switch's gRPC server (P4Runtime + switch admin)
-    device_id: int
-    target: str = "embedded"  # or "bmv2" (simple_switch_grpc: no admin service)
-    thrift_port: int = 0  # BMv2: its Thrift runtime (register writes)
-    ifnames: tuple[tuple[int, str], ...] = ()  # BMv2: (P4 port, interface) of every port
-
-
 class SwitchFabric:
     def __init__(
         self,
@@ -62,9 +55,9 @@ class SwitchFabric:
         mode: PathMode | None = None,
         election_id: int = CONTROLLER_ELECTION_ID,
         timeout: float = 5.0,
-        bmv2_cli: CliRunner | None = None,
+        drivers: Mapping[str, type[SwitchDriver]] | None = None,
     ) -> None:
-        """``bmv2_cli``: how Thrift commands reach BMv2 switches (default simple_switch_CLI)."""
+        """``drivers``: kind -> driver class overriding the registered one (tests)."""
         switches = {n.name for n in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS)}
         missing = sorted(switches - set(endpoints))
         if missing:
@@ -74,14 +67,15 @@ class SwitchFabric:
         self.endpoints = dict(endpoints)
         self.election_id = election_id
         self.timeout = timeout
+        self._driver_classes = dict(drivers or {})
         self._clients: dict[str, P4RuntimeClient] = {}
-        self._admin: dict[str, admin_grpc.SwitchAdminStub] = {}
-        self._channels: list[grpc.Channel] = []
+        self.drivers: dict[str, SwitchDriver] = {}
         self._xc: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._bmv2_cli = bmv2_cli
-        self.bmv2_ports: Bmv2PortState | None = None
         self.counters = {"switches_programmed": 0, "link_changes": 0, "circuit_writes": 0}
+
+    def _driver_class(self, kind: str) -> type[SwitchDriver]:
+        return self._driver_classes.get(kind) or driver_class(kind)
 
     def start(self) -> None:
         """Connect, push pipelines and program every switch; all or nothing."""
@@ -90,6 +84,7 @@ class SwitchFabric:
             for node in self.topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS):
                 ep = self.endpoints[node.name]
                 program = "ocs" if node.kind == NodeKind.OCS else "mrc_switch"
+                driver = self._driver_class(ep.kind)(node.name, ep, self.timeout)
                 client = P4RuntimeClient(
                     ep.address, ep.device_id, program, self.election_id, self.timeout
                 )
@@ -99,11 +94,10 @@ class SwitchFabric:
                         raise SouthboundError(
                             f"{node.name} ({ep.address}): another controller is primary"
                         )
-                    # BMv2 loads p4c's JSON; the embedded target runs its own build
-                    client.push_pipeline(device_config=client.bmv2_device_config()
-                                         if ep.target == "bmv2" else b"")
+                    client.push_pipeline(device_config=driver.device_config(client))
                     if node.kind != NodeKind.OCS:  # circuits come with the collective runs
                         apply(client, program_for(tables[node.name]))
+                    driver.open(client)
                 except (
                     P4RuntimeError,
                     P4RuntimeWriteError,
@@ -113,26 +107,13 @@ class SwitchFabric:
                     raise SouthboundError(
                         f"{node.name} ({ep.address}): {exc or type(exc).__name__}"
                     ) from None
-                if ep.target != "bmv2":
-                    channel = grpc.insecure_channel(ep.address)
-                    self._channels.append(channel)
-                    self._admin[node.name] = admin_grpc.SwitchAdminStub(channel)
+                self.drivers[node.name] = driver
                 self.counters["switches_programmed"] += 1
-            self._start_bmv2_ports()
+            for cls in {type(d) for d in self.drivers.values()}:
+                cls.open_group(list(self.drivers.values()))
         except BaseException:
             self.close()
             raise
-
-    def _start_bmv2_ports(self) -> None:
-        bmv2 = {name: Bmv2Ports(ep.thrift_port, dict(ep.ifnames), self._clients[name].port_events)
-                for name, ep in self.endpoints.items()
-                if ep.target == "bmv2" and name in self._clients}
-        if not bmv2:
-            return
-        state = Bmv2PortState(bmv2) if self._bmv2_cli is None else Bmv2PortState(
-            bmv2, self._bmv2_cli)
-        self.bmv2_ports = state
-        state.start()
 
     @property
     def clients(self) -> dict[str, P4RuntimeClient]:
@@ -140,27 +121,71 @@ class SwitchFabric:
         return dict(self._clients)
 
     def close(self) -> None:
-        if self.bmv2_ports is not None:
-            self.bmv2_ports.close()
-            self.bmv2_ports = None
+        drivers = list(self.drivers.values())
+        for cls in {type(d) for d in drivers}:
+            try:
+                cls.close_group(drivers)
+            except Exception:  # closing must not fail half way
+                pass
+        for driver in drivers:
+            try:
+                driver.close()
+            except Exception:
+                pass
         for client in self._clients.values():
             try:
                 client.close()
-            except Exception:  # closing must not fail half way
+            except Exception:
                 pass
-        for channel in self._channels:
-            channel.close()
         self._clients.clear()
-        self._admin.clear()
-        self._channels.clear()
+        self.drivers.clear()
+
+    def driver(self, switch: str) -> SwitchDriver:
+        """The driver of a programmed switch; KeyError naming the known switches."""
+        try:
+            return self.drivers[switch]
+        except KeyError:
+            raise KeyError(f"no switch {switch!r}; known: {', '.join(sorted(self.drivers))}"
+                           ) from None
+
+    def switch_figures(self, names: Sequence[str] = (), detail: bool = False
+                       ) -> dict[str, SwitchFigures | str]:
+        """Each named switch's figures (all when ``names`` is empty), or the reason it could
+        not be read."""
+        out: dict[str, SwitchFigures | str] = {}
+        for name in names or sorted(self.drivers):
+            try:
+                out[name] = self.driver(name).figures(detail)
+            except (DriverError, KeyError) as exc:
+                out[name] = str(exc.args[0] if exc.args else exc)
+        return out
+
+    def start_capture(self, switch: str, port: int, path: str, direction: int, snaplen: int
+                      ) -> admin_pb.CaptureInfo:
+        try:
+            return self.driver(switch).start_capture(port, path, direction, snaplen)
+        except DriverError as exc:
+            raise SouthboundError(str(exc)) from None
+
+    def stop_capture(self, switch: str, port: int) -> admin_pb.CaptureInfo:
+        try:
+            return self.driver(switch).stop_capture(port)
+        except DriverError as exc:
+            raise SouthboundError(str(exc)) from None
+
+    def read_counter(self, switch: str, counter: str, indexes: Sequence[int] = ()
+                     ) -> dict[int, tuple[int, int]]:
+        try:
+            return self.driver(switch).read_counter(counter, indexes)
+        except DriverError as exc:
+            raise SouthboundError(str(exc)) from None
 
     # ---------------------------------------------------------------- FabricBackend
 
     def set_link_state(self, link: Link, up: bool) -> None:
         """Both switch ends of ``link`` administratively ``up``/down, or neither: an end that
         refuses puts the ends already changed back and raises SouthboundError."""
-        ends = [e for e in (link.a, link.b) if e.node in self._clients
-                and (e.node in self._admin or self._is_bmv2(e.node))]
+        ends = [e for e in (link.a, link.b) if e.node in self.drivers]
         done = []
         with self._lock:
             try:
@@ -176,25 +201,11 @@ class SwitchFabric:
                 raise
             self.counters["link_changes"] += 1
 
-    def _is_bmv2(self, switch: str) -> bool:
-        return self.endpoints[switch].target == "bmv2"
-
     def _set_port(self, switch: str, port: int, up: bool) -> None:
-        if self._is_bmv2(switch):
-            assert self.bmv2_ports is not None
-            try:
-                self.bmv2_ports.set_admin(switch, port, up)
-            except (RuntimeError, KeyError) as exc:
-                raise SouthboundError(f"{switch}: port {port}: {exc}") from None
-            return
         try:
-            self._admin[switch].SetPortAdmin(
-                admin_pb.SetPortAdminRequest(port=port, up=up), timeout=self.timeout
-            )
-        except grpc.RpcError as exc:
-            raise SouthboundError(
-                f"{switch}: SetPortAdmin port {port}: {exc.code().name} {exc.details()}"  # type: ignore[attr-defined]
-            ) from None
+            self.drivers[switch].set_port_admin(port, up)
+        except DriverError as exc:
+            raise SouthboundError(str(exc)) from None
 
     def _ocs(self) -> tuple[str, P4RuntimeClient]:
         ocs = next(n.name for n in self.topo.nodes_of(NodeKind.OCS))

@@ -46,8 +46,11 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``up`` and ``run``."""
     parser.add_argument("topology", nargs="?", default="clos-2p",
                         help="topology name or YAML file (default clos-2p)")
-    parser.add_argument("--switch", choices=["embedded", "bmv2"], default="embedded",
-                        help="switch target (default embedded; bmv2 needs simple_switch_grpc)")
+    from switch.targets import DEFAULT_KIND, kinds
+
+    parser.add_argument("--switch", choices=kinds(), default=DEFAULT_KIND,
+                        help=f"kind of switch (default {DEFAULT_KIND}; bmv2 needs "
+                             "simple_switch_grpc)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
@@ -129,11 +132,13 @@ DEFAULTS = {"packet": ("100Mbps", "64KiB"), "circuit": ("20Mbps", "128KiB")}
 def parse_tdf(text: str, switch: str) -> float | None:
     """``--tdf``: a factor, or None for 'auto'; ValueError with the reason otherwise."""
     from common.vclock import ClockError, check_tdf
+    from switch.targets import DEFAULT_KIND, target_class
 
     auto = text.strip().lower() == "auto"
-    if switch == "bmv2" and (auto or text.strip() not in ("1", "1.0")):
-        raise ValueError(f"--tdf {text}: BMv2 (simple_switch_grpc) runs on the wall clock and "
-                         "cannot be dilated; use --tdf 1 or the embedded switch")
+    kind = target_class(switch)
+    if not kind.supports_dilation and (auto or text.strip() not in ("1", "1.0")):
+        raise ValueError(f"--tdf {text}: {kind.label} runs on the wall clock and cannot be "
+                         f"dilated; use --tdf 1 or the {DEFAULT_KIND} switch")
     if auto:
         return None
     try:
@@ -249,9 +254,11 @@ def run(args: argparse.Namespace) -> int:
         size = _size(args.size)
         opts = options(args)
         extra = workload_extra(args)
-        if opts.pcap and opts.switch == "bmv2":
-            raise ValueError("--pcap captures through the embedded switch's admin service; "
-                             "with --switch bmv2 use simple_switch_grpc's own --pcap")
+        from switch.targets import target_class
+
+        if opts.pcap and not target_class(opts.switch).takes_captures:
+            raise ValueError(f"--pcap: {target_class(opts.switch).label} takes no captures at "
+                             "run time (see docs/switch.md for its own)")
     except (TopologyError, FailureSpecError, WorkloadError, ValueError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 2

@@ -96,13 +96,6 @@ def timing(dp: Dataplane) -> pb.Timing:
         idle_s=snap["idle_s"], max_lag_s=snap["max_lag_s"], late_hist=snap["late_hist"])
 
 
-def timing_snapshot(msg: pb.Timing) -> dict[str, object]:
-    """A Timing message as the LagMeter.snapshot dict it came from (for common.lag.window)."""
-    return {"t": msg.now, "start": msg.start, "tdf": msg.tdf, "tolerance_s": msg.tolerance_s,
-            "events": msg.events, "late": msg.late, "behind_s": msg.behind_s,
-            "idle_s": msg.idle_s, "max_lag_s": msg.max_lag_s, "late_hist": list(msg.late_hist)}
-
-
 class SwitchAdminServicer(pb_grpc.SwitchAdminServicer):
     def __init__(self, dp: Dataplane, name: str, device_id: int) -> None:
         self.dp = dp

@@ -1,4 +1,5 @@
-"""Run switch processes (embedded or BMv2) on veths, and send/capture frames in namespaces.
+"""Run switch nodes of any kind (switch/targets/) on veths, and send/capture frames in
+namespaces.
 
 Used by the switch emulation tests and ``mrcnet bench switch``. Everything is created
 through a ``common.netns.NetKit`` (run-prefixed names, removed on close). Senders and
@@ -16,21 +17,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.bmv2_cli import SWITCH_TOOL, find_bmv2_tool, run_cli
-from common.netns import (
-    IFNAMSIZ,
-    NetKit,
-    Process,
-    free_tcp_port,
-    run,
-    tcp_listening,
-    wait_until,
-)
-from switch import bmv2
-from switch.bmv2 import bmv2_queue, queue_commands
-from switch.traffic import parse_link_spec
+from common.netns import IFNAMSIZ, NetKit, Process, run, wait_until
+from switch.targets import DEFAULT_KIND, ProcessSwitch, SwitchTarget, kinds, target_class
 
 STOP_MARK = b"MRCNET-STOP-MARK"
+SWITCH_KINDS = tuple(kinds())  # every kind of switch node the tests run
 
 _SNIFFER = r"""
 import json, os, select, socket, sys, time
@@ -113,7 +104,6 @@ class Sniffer:
         return Capture(frames, raw["marks"])
 
 
-SWITCH_KINDS = ("embedded", "bmv2")
 
 
 @dataclass
@@ -124,8 +114,9 @@ class SwitchProcess:
     ports: dict[int, str]
     log: Path
     process: Process
-    kind: str = "embedded"  # or "bmv2" (simple_switch_grpc)
+    kind: str = DEFAULT_KIND  # switch/targets/ kind
     thrift_port: int | None = None  # BMv2's Thrift runtime (queues, registers)
+    target: SwitchTarget | None = None  # the node (its class answers what the kind can do)
 
     def alive(self) -> bool:
         return self.process.alive()
@@ -178,79 +169,28 @@ class Lab:
         links: dict[int, str] | None = None,
         extra: Sequence[str] = (),
         timeout: float = 20.0,
-        kind: str = "embedded",
+        kind: str = DEFAULT_KIND,
     ) -> SwitchProcess:
-        """Start a switch of ``kind`` on root-namespace interfaces (full names) and wait
-        until its gRPC port listens; the TimeoutError names the log.
+        """Start a switch node of ``kind`` (switch/targets/) on root-namespace interfaces
+        (full names) and wait until it is ready; SwitchStartError names the log. ``links``:
+        egress link specs per port; ``extra``: process flags for kinds that take them (the
+        embedded switch's ``switch.main`` arguments)."""
+        cls = target_class(kind)
+        if not cls.available():
+            raise RuntimeError(cls.unavailable_reason())
+        params: dict[str, object] = {"links": links or {}, "log_dir": self.workdir,
+                                     "start_timeout": timeout, "launcher": self._launch}
+        if cls.takes_run_flags:
+            params["extra_args"] = tuple(extra)
+        target = cls(name, device_id, dict(ports), **params)  # type: ignore[arg-type]
+        target.start()
+        assert isinstance(target, ProcessSwitch) and target.proc is not None
+        return SwitchProcess(name, target.grpc_address, device_id, dict(ports),
+                             target.log_path or target.launch_log(), target.proc, kind,
+                             getattr(target, "thrift_port", None), target)
 
-        ``embedded``: ``python -m switch.main`` (``extra`` are its arguments). ``bmv2``:
-        ``simple_switch_grpc`` with its queues set from ``links`` (switch/bmv2.py)."""
-        if kind == "bmv2":
-            return self._start_bmv2(name, ports, device_id, links or {}, timeout)
-        if kind != "embedded":
-            raise ValueError(f"unknown switch kind {kind!r} (known: {', '.join(SWITCH_KINDS)})")
-        grpc_port = free_tcp_port()
-        log = self.workdir / f"{name}.log"
-        cmd = [
-            self.python,
-            "-m",
-            "switch.main",
-            "--name",
-            name,
-            "--grpc-addr",
-            f"127.0.0.1:{grpc_port}",
-            "--device-id",
-            str(device_id),
-            "--log",
-            str(log),
-        ]
-        for number, ifname in ports.items():
-            cmd += ["--port", f"{number}={ifname}"]
-        for number, spec in (links or {}).items():
-            cmd += ["--link", f"{number}:{spec}"]
-        cmd += list(extra)
-        proc = self.kit.spawn(name, cmd, log_path=self.workdir / f"{name}.out")
-        wait_until(
-            lambda: not proc.alive() or tcp_listening("127.0.0.1", grpc_port),
-            timeout,
-            f"switch {name} gRPC port {grpc_port} (log {log})",
-        )
-        if not proc.alive():
-            raise RuntimeError(f"switch {name} exited during start-up; see {log}")
-        return SwitchProcess(name, f"127.0.0.1:{grpc_port}", device_id, dict(ports), log, proc)
-
-    def _start_bmv2(
-        self,
-        name: str,
-        ports: dict[int, str],
-        device_id: int,
-        links: dict[int, str],
-        timeout: float,
-    ) -> SwitchProcess:
-        binary = find_bmv2_tool(SWITCH_TOOL)
-        if binary is None:
-            raise RuntimeError(f"{SWITCH_TOOL} is not on PATH (nor in $P4_BIN_DIR)")
-        queues = {p: bmv2_queue(parse_link_spec(links.get(p, ""))) for p in ports}
-        grpc_port, thrift_port = free_tcp_port(), free_tcp_port()
-        while thrift_port == grpc_port:
-            thrift_port = free_tcp_port()
-        log_file = self.workdir / f"{name}.bmv2"
-        cmd = bmv2.command(binary, device_id, ports, f"127.0.0.1:{grpc_port}", thrift_port,
-                           log_file)
-        out = self.workdir / f"{name}.out"
-        proc = self.kit.spawn(name, cmd, log_path=out)
-        for port in (grpc_port, thrift_port):
-            wait_until(
-                lambda p=port: not proc.alive() or tcp_listening("127.0.0.1", p),  # type: ignore[misc]
-                timeout,
-                f"{SWITCH_TOOL} {name} port {port} (log {out})",
-            )
-        if not proc.alive():
-            raise RuntimeError(f"{SWITCH_TOOL} {name} exited during start-up; see {out}")
-        commands = [c for p, q in sorted(queues.items()) for c in queue_commands(p, q)]
-        run_cli(thrift_port, commands)
-        return SwitchProcess(name, f"127.0.0.1:{grpc_port}", device_id, dict(ports),
-                             bmv2.log_path(log_file), proc, "bmv2", thrift_port)
+    def _launch(self, label: str, argv: Sequence[str], log_path: Path) -> Process:
+        return self.kit.spawn(label, argv, log_path=log_path)
 
     def sniff(
         self,

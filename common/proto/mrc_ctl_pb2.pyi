@@ -1,3 +1,4 @@
+from common.proto import switch_admin_pb2 as _switch_admin_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -841,6 +842,91 @@ class Statistics(_message.Message):
     counters: _containers.ScalarMap[str, int]
     agents: _containers.RepeatedCompositeFieldContainer[AgentView]
     def __init__(self, counters: _Optional[_Mapping[str, int]] = ..., agents: _Optional[_Iterable[_Union[AgentView, _Mapping]]] = ...) -> None: ...
+
+class GetSwitchStatsRequest(_message.Message):
+    __slots__ = ("switches", "detail")
+    SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    switches: _containers.RepeatedScalarFieldContainer[str]
+    detail: bool
+    def __init__(self, switches: _Optional[_Iterable[str]] = ..., detail: _Optional[bool] = ...) -> None: ...
+
+class SwitchStats(_message.Message):
+    __slots__ = ("name", "kind", "egress_bytes", "drops", "trims", "ecn_marks", "has_timing", "timing", "detail", "error")
+    class EgressBytesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EGRESS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DROPS_FIELD_NUMBER: _ClassVar[int]
+    TRIMS_FIELD_NUMBER: _ClassVar[int]
+    ECN_MARKS_FIELD_NUMBER: _ClassVar[int]
+    HAS_TIMING_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    kind: str
+    egress_bytes: _containers.ScalarMap[int, int]
+    drops: int
+    trims: int
+    ecn_marks: int
+    has_timing: bool
+    timing: _switch_admin_pb2.Timing
+    detail: _switch_admin_pb2.GetPortsResponse
+    error: str
+    def __init__(self, name: _Optional[str] = ..., kind: _Optional[str] = ..., egress_bytes: _Optional[_Mapping[int, int]] = ..., drops: _Optional[int] = ..., trims: _Optional[int] = ..., ecn_marks: _Optional[int] = ..., has_timing: _Optional[bool] = ..., timing: _Optional[_Union[_switch_admin_pb2.Timing, _Mapping]] = ..., detail: _Optional[_Union[_switch_admin_pb2.GetPortsResponse, _Mapping]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class GetSwitchStatsResponse(_message.Message):
+    __slots__ = ("switches",)
+    SWITCHES_FIELD_NUMBER: _ClassVar[int]
+    switches: _containers.RepeatedCompositeFieldContainer[SwitchStats]
+    def __init__(self, switches: _Optional[_Iterable[_Union[SwitchStats, _Mapping]]] = ...) -> None: ...
+
+class ReadCountersRequest(_message.Message):
+    __slots__ = ("switch", "counter", "indexes")
+    SWITCH_FIELD_NUMBER: _ClassVar[int]
+    COUNTER_FIELD_NUMBER: _ClassVar[int]
+    INDEXES_FIELD_NUMBER: _ClassVar[int]
+    switch: str
+    counter: str
+    indexes: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, switch: _Optional[str] = ..., counter: _Optional[str] = ..., indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class CounterCell(_message.Message):
+    __slots__ = ("index", "packets", "bytes")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    PACKETS_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    packets: int
+    bytes: int
+    def __init__(self, index: _Optional[int] = ..., packets: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class ReadCountersResponse(_message.Message):
+    __slots__ = ("cells",)
+    CELLS_FIELD_NUMBER: _ClassVar[int]
+    cells: _containers.RepeatedCompositeFieldContainer[CounterCell]
+    def __init__(self, cells: _Optional[_Iterable[_Union[CounterCell, _Mapping]]] = ...) -> None: ...
+
+class SwitchCaptureRequest(_message.Message):
+    __slots__ = ("switch", "port", "path", "direction", "snaplen")
+    SWITCH_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    DIRECTION_FIELD_NUMBER: _ClassVar[int]
+    SNAPLEN_FIELD_NUMBER: _ClassVar[int]
+    switch: str
+    port: int
+    path: str
+    direction: _switch_admin_pb2.CaptureDirection
+    snaplen: int
+    def __init__(self, switch: _Optional[str] = ..., port: _Optional[int] = ..., path: _Optional[str] = ..., direction: _Optional[_Union[_switch_admin_pb2.CaptureDirection, str]] = ..., snaplen: _Optional[int] = ...) -> None: ...
 
 class CircuitSet(_message.Message):
     __slots__ = ("circuits",)

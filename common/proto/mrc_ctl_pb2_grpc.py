@@ -4,6 +4,7 @@ import grpc
 import warnings
 
 from common.proto import mrc_ctl_pb2 as common_dot_proto_dot_mrc__ctl__pb2
+from common.proto import switch_admin_pb2 as common_dot_proto_dot_switch__admin__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -909,6 +910,26 @@ class MrcFabricStub:
                 request_serializer=common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.SerializeToString,
                 response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
                 _registered_method=True)
+        self.GetSwitchStats = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/GetSwitchStats',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsResponse.FromString,
+                _registered_method=True)
+        self.ReadCounters = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/ReadCounters',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.ReadCountersRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_mrc__ctl__pb2.ReadCountersResponse.FromString,
+                _registered_method=True)
+        self.StartSwitchCapture = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/StartSwitchCapture',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
+                _registered_method=True)
+        self.StopSwitchCapture = channel.unary_unary(
+                '/mrc_ctl.v1.MrcFabric/StopSwitchCapture',
+                request_serializer=common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.SerializeToString,
+                response_deserializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
+                _registered_method=True)
 
 
 class MrcFabricServicer:
@@ -958,6 +979,32 @@ class MrcFabricServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetSwitchStats(self, request, context):
+        """Switches as their drivers read them (controller/drivers/): figures, lag meter, counters,
+        captures. Nothing outside the controller opens a session to a switch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadCounters(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StartSwitchCapture(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopSwitchCapture(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_MrcFabricServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -995,6 +1042,26 @@ def add_MrcFabricServicer_to_server(servicer, server):
                     servicer.GetCollective,
                     request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.FromString,
                     response_serializer=common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.SerializeToString,
+            ),
+            'GetSwitchStats': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSwitchStats,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsRequest.FromString,
+                    response_serializer=common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsResponse.SerializeToString,
+            ),
+            'ReadCounters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadCounters,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.ReadCountersRequest.FromString,
+                    response_serializer=common_dot_proto_dot_mrc__ctl__pb2.ReadCountersResponse.SerializeToString,
+            ),
+            'StartSwitchCapture': grpc.unary_unary_rpc_method_handler(
+                    servicer.StartSwitchCapture,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.FromString,
+                    response_serializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.SerializeToString,
+            ),
+            'StopSwitchCapture': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopSwitchCapture,
+                    request_deserializer=common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.FromString,
+                    response_serializer=common_dot_proto_dot_switch__admin__pb2.CaptureInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1186,6 +1253,114 @@ class MrcFabric:
             '/mrc_ctl.v1.MrcFabric/GetCollective',
             common_dot_proto_dot_mrc__ctl__pb2.GetCollectiveRequest.SerializeToString,
             common_dot_proto_dot_mrc__ctl__pb2.CollectiveState.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSwitchStats(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mrc_ctl.v1.MrcFabric/GetSwitchStats',
+            common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsRequest.SerializeToString,
+            common_dot_proto_dot_mrc__ctl__pb2.GetSwitchStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadCounters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mrc_ctl.v1.MrcFabric/ReadCounters',
+            common_dot_proto_dot_mrc__ctl__pb2.ReadCountersRequest.SerializeToString,
+            common_dot_proto_dot_mrc__ctl__pb2.ReadCountersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StartSwitchCapture(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mrc_ctl.v1.MrcFabric/StartSwitchCapture',
+            common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.SerializeToString,
+            common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopSwitchCapture(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mrc_ctl.v1.MrcFabric/StopSwitchCapture',
+            common_dot_proto_dot_mrc__ctl__pb2.SwitchCaptureRequest.SerializeToString,
+            common_dot_proto_dot_switch__admin__pb2.CaptureInfo.FromString,
             options,
             channel_credentials,
             insecure,

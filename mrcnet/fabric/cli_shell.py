@@ -11,6 +11,9 @@
 - ``evs``: the run's EV profile (value@port);
 - ``run WORKLOAD [RC|MRC] [SIZE]``: a verified workload (all-to-all, permutation, pair:A:B);
 - ``deny EV@PORT ...`` / ``allow EV@PORT ...``: controller DENIED / GOOD for every QP;
+- ``ctl COMMAND ...``: any ``mrcnet ctl`` command against this fabric's controller (the same
+  commands, controller/commands.py; ``evs``, ``deny``, ``allow`` and ``link`` run through
+  them too);
 - ``live [on|off]``: the live view's status line (the terminal's last row; without a
   terminal, lines while a workload runs; mrcnet/fabric/livedisplay.py);
 - ``pingall`` (every host pings every other host's GID on every plane), ``iperf [A B]``
@@ -23,6 +26,7 @@ NIC port 0), so ``h0 ping -c 3 h3`` and ``h0 iperf3 -6 -c h3`` work as in Minine
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 import time
 from contextlib import nullcontext
@@ -31,8 +35,9 @@ from typing import Any
 from mininet.cli import CLI
 
 from common.netns import wait_until
-from common.proto import mrc_ctl_pb2 as pb
+from controller.commands import CommandParseExit, command_parser, execute
 from mrcnet.fabric.captures import CaptureError
+from mrcnet.fabric.ctlclient import EV_PROFILE
 from mrcnet.fabric.failures import find_link
 from mrcnet.fabric.livedisplay import LiveDisplay
 from mrcnet.fabric.orchestrator import Fabric
@@ -143,27 +148,54 @@ class FabricCLI(CLI):  # type: ignore[misc]
         for qpn, ev, port, state in rows:
             self._say(f"  qp {qpn:6d}  ev {ev:#010x}@{port}  {state}")
 
-    def do_evs(self, _line: str) -> None:
-        """evs: the run's EV profile (value@port)."""
-        assert self.fab.ctl is not None
-        self._say(" ".join(f"{v:#x}@{p}" for v, p in self.fab.ctl.ev_array()))
+    def do_ctl(self, line: str) -> None:
+        """ctl COMMAND ...: a ``mrcnet ctl`` command against this fabric's controller
+        (``ctl --help`` lists them; ``ctl ev 1 --array``, ``ctl topo``, ``ctl cc 1`` ...)."""
+        self._ctl(shlex.split(line), "ctl")
 
-    def _ev_state(self, line: str, state: pb.EvState, word: str) -> None:
+    def _ctl(self, argv: list[str], what: str) -> bool:
+        """Run one controller command (controller/commands.py) with the fabric's client;
+        its output and any refusal go to the CLI. True when it succeeded."""
+        assert self.fab.ctl is not None
+        parser = command_parser("ctl", self.stdout)
+        try:
+            args = parser.parse_args(argv)
+        except CommandParseExit:
+            return False
+        if not getattr(args, "ctl_cmd", None):
+            parser.print_usage(self.stdout)
+            return False
+        try:
+            execute(args, self.fab.ctl, self.stdout)
+            return True
+        except Exception as exc:  # UsageError, controller refusals
+            self._say(f"{what}: {_error(exc)}")
+            return False
+
+    def do_evs(self, _line: str) -> None:
+        """evs: the run's EV profile (its EV array; same as ``ctl ev 1 --array``)."""
+        self._ctl(["ev", str(EV_PROFILE), "--array"], "evs")
+
+    def _ev_state(self, line: str, option: str, word: str) -> None:
         try:
             evs = parse_evs(line.split())
-            assert self.fab.ctl is not None
-            self.fab.ctl.set_ev_state(evs, state)
+        except ValueError as exc:
+            self._say(f"{word}: {exc}")
+            return
+        argv = ["ev", str(EV_PROFILE)]
+        for v, p in evs:
+            argv += [option, f"{v:#x}@{p}"]
+        if self._ctl(argv, word):
             self._say(f"{word}: {', '.join(f'{v:#x}@{p}' for v, p in evs)}")
-        except Exception as exc:  # bad EV syntax, controller refusals
-            self._say(f"{word}: {_error(exc)}")
 
     def do_deny(self, line: str) -> None:
-        """deny EV@PORT ...: the controller sets DENIED on every QP of the profile."""
-        self._ev_state(line, pb.EV_DENIED, "denied")
+        """deny EV@PORT ...: the controller sets DENIED on every QP of the profile
+        (``ctl ev 1 --deny EV@PORT ...``)."""
+        self._ev_state(line, "--deny", "denied")
 
     def do_allow(self, line: str) -> None:
-        """allow EV@PORT ...: lift a denial (GOOD)."""
-        self._ev_state(line, pb.EV_GOOD, "allowed")
+        """allow EV@PORT ...: lift a denial (GOOD; ``ctl ev 1 --allow EV@PORT ...``)."""
+        self._ev_state(line, "--allow", "allowed")
 
     def do_run(self, line: str) -> None:
         """run WORKLOAD [MRC|RC] [SIZE]: run a verified workload and print its summary."""

@@ -1,4 +1,4 @@
-"""The orchestrator's controller client: EV and CC profiles for the run, link state, EV events.
+"""What a run sets up through the controller client: its EV and CC profiles.
 
 The run's EV profile (mrc_ctl model, docs/controller.md) is an explicit (EXP) array, format
 profile 1 and EV profile 1, shaped after the topology's EV layout so that spraying covers
@@ -15,13 +15,10 @@ the orchestrator gives (mrcnet/fabric/orchestrator.py measures it on the running
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-import grpc
-
 from common.proto import mrc_ctl_pb2 as pb
-from common.proto import mrc_ctl_pb2_grpc as pb_grpc
+from controller.client import ControllerClient
 from topologies.evlayout import ev_layout
 from topologies.model import NodeKind, PathMode, Topology
 
@@ -64,24 +61,8 @@ def topo_base_rtt(topo: Topology) -> float:
     return base_rtt(topo)
 
 
-class CtlClient:
-    """Thin typed wrapper over the controller's gRPC services on its unix socket."""
-
-    def __init__(self, address: str, timeout: float = 10.0) -> None:
-        self.address = address
-        self.timeout = timeout
-        self.channel = grpc.insecure_channel(address)
-        self.ctl = pb_grpc.MrcCtlStub(self.channel)
-        self.fabric = pb_grpc.MrcFabricStub(self.channel)
-        self._watch: grpc.Future | None = None  # type: ignore[type-arg]
-        self._watch_thread: threading.Thread | None = None
-
-    def close(self) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-        self.channel.close()
-        if self._watch_thread is not None:
-            self._watch_thread.join(2.0)
+class CtlClient(ControllerClient):
+    """The controller client (controller/client.py) with the run's profiles."""
 
     def setup_profiles(self, topo: Topology, mode: PathMode, lb_policy: str = "rotation") -> int:
         """Create and bring ONLINE the run's format and EV profile (its QPs spray with
@@ -121,43 +102,14 @@ class CtlClient:
             profile_id=CC_PROFILE, state=pb.PROFILE_ONLINE, nscc=nscc), timeout=t)
         return nscc
 
-    def ev_array(self) -> list[tuple[int, int]]:
+    def run_ev_array(self) -> list[tuple[int, int]]:
         """(EV value, 1-based port) of the run's EV profile."""
-        resp = self.ctl.QueryEvProfile(pb.QueryEvProfileRequest(profile_id=EV_PROFILE),
-                                       timeout=self.timeout)
-        return [(int(e.value), int(e.port)) for e in resp.profile.evs]
+        return self.ev_array(EV_PROFILE)
 
-    def set_ev_state(self, evs: list[tuple[int, int]], state: pb.EvState) -> None:
-        """MODIFY_EV_STATE (DENIED / GOOD / ASSUMED_BAD) for (value, port) EVs."""
-        op = pb.EvOp(op=pb.MODIFY_EV_STATE, entries=[
-            pb.EvOpEntry(ev=pb.Ev(value=v, port=p), state=state) for v, p in evs])
-        self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, ev_op=op),
-                                 timeout=self.timeout)
+    def set_run_ev_state(self, evs: list[tuple[int, int]], state: pb.EvState) -> None:
+        """MODIFY_EV_STATE of the run's EV profile."""
+        self.set_ev_state(EV_PROFILE, evs, state)
 
-    def set_link(self, link: str, up: bool) -> pb.LinkView:
-        return self.fabric.SetLinkState(pb.SetLinkStateRequest(link=link, up=up),
-                                        timeout=self.timeout)
-
-    def topology(self) -> pb.TopologyView:
-        return self.fabric.GetTopology(pb.GetTopologyRequest(), timeout=self.timeout)
-
-    def agents(self) -> dict[str, bool]:
-        """host -> attached, for every registered agent."""
-        stats = self.fabric.GetStatistics(pb.GetStatisticsRequest(), timeout=self.timeout)
-        return {a.host: a.attached for a in stats.agents}
-
-    def watch_events(self, on_event: Callable[[pb.EvEvent], None]) -> None:
-        """Stream EV events of the run's profile to ``on_event`` (a background thread)."""
-        stream = self.ctl.WatchEvEvents(pb.WatchEvEventsRequest(profile_ids=[EV_PROFILE],
-                                                                queue_depth=65536))
-        self._watch = stream
-
-        def pump() -> None:
-            try:
-                for ev in stream:
-                    on_event(ev)
-            except grpc.RpcError:
-                pass
-
-        self._watch_thread = threading.Thread(target=pump, name="ev-events", daemon=True)
-        self._watch_thread.start()
+    def watch_run_events(self, on_event: Callable[[pb.EvEvent], None]) -> None:
+        """Stream EV events of the run's profile to ``on_event``."""
+        self.watch_events(on_event, [EV_PROFILE])

@@ -71,40 +71,53 @@ class Mark:
     wall: float  # time.monotonic()
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> snapshot
     cpu: dict[str, float] = field(default_factory=dict)  # process -> CPU seconds
+    unmeasured: dict[str, str] = field(default_factory=dict)  # switch -> why no snapshot
+
+
+SwitchTimings = Callable[[], Mapping[str, "dict[str, Any] | str"]]
+"""Every switch's lag-meter snapshot now, or why there is none (no meter, unreadable)."""
+
+
+def controller_timings(stats: Callable[[], Any]) -> SwitchTimings:
+    """Switch timings from the controller's GetSwitchStats (``stats()`` returns it): the
+    switches' drivers read the lag meters, whatever the switches' kind."""
+    from common.lag_proto import timing_snapshot
+
+    def timings() -> dict[str, dict[str, Any] | str]:
+        out: dict[str, dict[str, Any] | str] = {}
+        for sw in stats().switches:
+            if sw.error:
+                out[sw.name] = f"unreadable: {sw.error}"
+            elif not sw.has_timing:
+                out[sw.name] = f"{sw.kind} switches keep no lag meter"
+            else:
+                out[sw.name] = timing_snapshot(sw.timing)
+        return out
+
+    return timings
 
 
 class FidelityMonitor:
     """Takes ``Mark``s of a running fabric (thread-safe; ``close()`` idempotent)."""
 
-    def __init__(self, clock: RunClock, switches: Mapping[str, str],
+    def __init__(self, clock: RunClock, timings: SwitchTimings,
                  pids: Callable[[], dict[str, int]]) -> None:
-        """``switches``: name -> admin gRPC address; ``pids()``: process name -> pid now."""
+        """``timings()``: every switch's lag-meter snapshot or the reason it has none;
+        ``pids()``: process name -> pid now."""
         self.clock = clock
-        self.switches = dict(switches)
+        self.timings = timings
         self.pids = pids
-        self._channels: dict[str, Any] = {}
-
-    def _timing(self, name: str) -> dict[str, Any] | None:
-        import grpc
-
-        from common.proto import switch_admin_pb2 as pb
-        from common.proto import switch_admin_pb2_grpc as pb_grpc
-        from switch.admin import timing_snapshot
-
-        channel = self._channels.get(name)
-        if channel is None:
-            channel = self._channels[name] = grpc.insecure_channel(self.switches[name])
-        try:
-            msg = pb_grpc.SwitchAdminStub(channel).GetTiming(pb.GetTimingRequest(), timeout=5.0)
-        except grpc.RpcError:
-            return None
-        return timing_snapshot(msg)
 
     def mark(self) -> Mark:
         m = Mark(self.clock.now(), time.monotonic())
-        for name in self.switches:
-            snap = self._timing(name)
-            if snap is not None:
+        try:
+            timings = self.timings()
+        except Exception as exc:  # the controller did not answer: nothing was measured
+            timings = {"*": f"switch timings unreadable: {exc}"}
+        for name, snap in timings.items():
+            if isinstance(snap, str):
+                m.unmeasured[name] = snap
+            else:
                 m.switches[name] = snap
         for name, pid in self.pids().items():
             cpu = cpu_seconds(pid)
@@ -115,9 +128,7 @@ class FidelityMonitor:
         return m
 
     def close(self) -> None:
-        for channel in self._channels.values():
-            channel.close()
-        self._channels.clear()
+        """Nothing to release (the controller client is the orchestrator's)."""
 
 
 def agent_windows(results: list[tuple[str, dict[str, Any]]]) -> dict[str, tuple[Any, Any]]:
@@ -160,7 +171,11 @@ def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, 
     slowest = max(metered, key=lambda n: (metered[n]["lag_fraction"],
                                           metered[n]["busy_fraction"]), default=None)
     worst = metered[slowest]["lag_fraction"] if slowest is not None else 0.0
-    faithful = worst <= FAITHFUL_LAG_FRACTION
+    unmeasured = {**first.unmeasured, **last.unmeasured}
+    # a process that was not measured leaves the verdict open, whatever the others did
+    faithful: bool | None = worst <= FAITHFUL_LAG_FRACTION
+    if faithful and (unmeasured or slowest is None):
+        faithful = None
     out: dict[str, Any] = {
         "tdf": tdf,
         "faithful": faithful,
@@ -175,8 +190,13 @@ def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, 
         "goodput_fraction": None if goodput_fraction is None else round(goodput_fraction, 4),
         "suggested_tdf": None,
         "processes": procs,
+        "unmeasured": unmeasured,
     }
-    if not faithful:
+    if faithful is None:
+        out["reason"] = ("no process was measured" if slowest is None else
+                         "not every process was measured: " + "; ".join(
+                             f"{n}: {why}" for n, why in sorted(unmeasured.items())))
+    if faithful is False:
         busiest = max((p["busy_fraction"] for p in metered.values()), default=0.0)
         out["suggested_tdf"] = suggest_tdf(tdf, total_cpu, busiest, cores, goodput_fraction)
     return out
@@ -208,6 +228,8 @@ def warning(report: Mapping[str, Any]) -> str | None:
     """One line for the user when the run was not faithful (None when it was)."""
     if report.get("faithful", True):
         return None
+    if report.get("faithful") is None:
+        return f"fidelity unknown: {report.get('reason', 'not measured')}"
     name = report.get("slowest")
     proc = report["processes"].get(name, {}) if name else {}
     lag_ms = float(proc.get("max_lag_s", 0.0)) * 1e3

@@ -1,8 +1,8 @@
 """Live view of a run: switch counters sampled periodically, EV states from the controller.
 
-``StatsSampler`` polls every switch's admin service (``switch.stats.fetch``) every
-``interval`` seconds (BMv2 switches, which have none: ``bmv2_counters.Bmv2Counters``) and keeps
-a time series of
+``StatsSampler`` asks the controller for every switch's figures (MrcFabric GetSwitchStats:
+the switches' drivers read them, whatever their kind) every ``interval`` seconds and keeps a
+time series of
 
 - ``plane_bps``: MRC bits/s delivered to hosts per plane (bytes sent by the MRC queues of
   host-facing leaf ports, i.e. what crossed the last emulated link; includes headers and
@@ -14,7 +14,8 @@ a time series of
   max, smoothed RTT, ECN-marked SACKs, largest receiver penalty), when a qlog folder is given.
 
 - ``behind``: the largest fraction of the interval any switch spent behind its schedule
-  (its data-plane lag meter, common/lag.py), and which switch.
+  (its data-plane lag meter, common/lag.py; switches of a kind without one do not count),
+  and which switch.
 
 ``EvTracker`` consumes the controller's EV event stream (agents' datapath transitions) and
 keeps the latest state of every (host, QP, EV) plus a timeline. With ``show=True`` one
@@ -29,16 +30,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.classes import BEST_EFFORT_PRIORITY
 from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
-from mrcnet.fabric.bmv2_counters import Bmv2Counters, SwitchFigures
 from mrcnet.fabric.portstats import PortReading, PortTotals, port_readings
 from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
@@ -109,38 +108,29 @@ class Sample:
     ports_down: list[str] = field(default_factory=list)
 
 
-def embedded_figures(resp: Any) -> SwitchFigures:
-    """The live view's figures from an embedded switch's ``GetPortsResponse``: bytes sent per
-    port by its MRC queues (not the best-effort queue of the hosts' kernel traffic), tail +
-    down + random-loss drops, trims and ECN marks of every queue."""
-    drops = trims = ecn = 0
-    for p in resp.ports:
-        for d in (p.egress, p.ingress):
-            drops += d.tail_drops + d.down_drops + d.loss_drops
-            for q in d.queues:
-                trims += q.trims
-                ecn += q.ecn_marks
-    sent = {p.port: sum(q.bytes for q in p.egress.queues if q.priority != BEST_EFFORT_PRIORITY)
-            for p in resp.ports}
-    return SwitchFigures(sent, drops, trims, ecn)
+StatsSource = Callable[..., pb.GetSwitchStatsResponse]
+"""Every switch's figures now (the orchestrator passes ``CtlClient.switch_stats``; asked with
+``detail=True``: per-port figures where the switch's kind has them, for the web view)."""
+
+
+class SampleError(RuntimeError):
+    """A switch could not be read: the sample is not taken (counted in ``errors``)."""
 
 
 class StatsSampler:
     """Periodic switch counters -> samples (a daemon thread; ``stop()`` idempotent)."""
 
-    def __init__(self, topo: Topology, addresses: dict[str, str], tracker: EvTracker,
+    def __init__(self, topo: Topology, stats: StatsSource, tracker: EvTracker,
                  interval: float = 0.5, show: bool = False,
                  clock: RunClock | None = None,
-                 bmv2: Mapping[str, Bmv2Counters] | None = None,
                  qlog_dir: Path | None = None) -> None:
-        """``interval``: seconds of the run's ``clock`` (default TDF 1). ``bmv2``: the
-        switches of ``addresses`` that are BMv2, read through their counters instead.
-        ``qlog_dir``: the agents' qlog files (the QPs' congestion control, QpTail)."""
+        """``stats``: every switch's figures now (the controller's GetSwitchStats).
+        ``interval``: seconds of the run's ``clock`` (default TDF 1). ``qlog_dir``: the
+        agents' qlog files (the QPs' congestion control, QpTail)."""
         self.clock = clock or RunClock(1.0)
         self.topo = topo
         self.qps = QpTail(qlog_dir) if qlog_dir is not None else None
-        self.addresses = addresses
-        self.bmv2 = dict(bmv2 or {})
+        self.stats = stats
         self.tracker = tracker
         self.interval = interval
         self.show = show
@@ -149,14 +139,12 @@ class StatsSampler:
         # At most one line per LINE_INTERVAL of the run's clock, however often it samples
         # (mrcnet up --web samples every 0.5 wall seconds, many samples per virtual second).
         self._line_t = float("-inf")
-        self.t0 = tracker.t0
         self._ports = PortTotals()
+        self.t0 = tracker.t0
         self.samples: list[Sample] = []
         self.errors = 0
         self._last: tuple[float, list[int]] | None = None
         self._timing: dict[str, dict[str, Any]] = {}  # switch -> last lag-meter snapshot
-        self._stubs: dict[str, Any] = {}
-        self._channels: list[Any] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -179,12 +167,6 @@ class StatsSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5.0)
-        for channel in self._channels:
-            channel.close()
-        self._channels.clear()
-        self._stubs.clear()
-        for counters in self.bmv2.values():
-            counters.close()
 
     def _run(self) -> None:
         while not self._stop.wait(self.clock.to_wall(self.interval)):
@@ -192,21 +174,6 @@ class StatsSampler:
                 self.sample()
             except Exception:
                 self.errors += 1
-
-    def _fetch(self, name: str, address: str) -> Any:
-        """GetPorts over a channel kept per switch (a new channel per call costs more than
-        the call on a loaded machine)."""
-        import grpc
-
-        from common.proto import switch_admin_pb2 as apb
-        from common.proto import switch_admin_pb2_grpc as apb_grpc
-
-        stub = self._stubs.get(name)
-        if stub is None:
-            channel = grpc.insecure_channel(address)
-            self._channels.append(channel)
-            stub = self._stubs[name] = apb_grpc.SwitchAdminStub(channel)
-        return stub.GetPorts(apb.GetPortsRequest(), timeout=2.0)
 
     def sample(self) -> Sample | None:
         """Take one sample now (thread-safe: the CLI and the results call it too)."""
@@ -218,31 +185,28 @@ class StatsSampler:
         delivered = [0] * planes
         drops = trims = ecn = 0
         behind, behind_switch = 0.0, ""
-        from switch.admin import timing_snapshot
+        from common.lag_proto import timing_snapshot
 
         readings: dict[str, dict[int, PortReading]] = {}
-        for name, address in self.addresses.items():
-            if name in self.bmv2:
-                figures = self.bmv2[name].read()
-                readings[name] = {port: PortReading(int(b), 0, 0, True)
-                                  for port, b in figures.egress_bytes.items()}
-            else:
-                resp = self._fetch(name, address)
-                figures = embedded_figures(resp)
-                readings[name] = port_readings(resp)
-                if resp.HasField("timing"):
-                    snap = timing_snapshot(resp.timing)
-                    prev = self._timing.get(name)
-                    self._timing[name] = snap
-                    if prev is not None:
-                        frac = window(prev, snap)["lag_fraction"]
-                        if frac > behind:
-                            behind, behind_switch = frac, name
-            for port, plane in self._host_ports.get(name, {}).items():
-                delivered[plane] += figures.egress_bytes.get(port, 0)
-            drops += figures.drops
-            trims += figures.trims
-            ecn += figures.ecn
+        for sw in self.stats(detail=True).switches:
+            if sw.error:  # an unreadable switch is an error of the sample, never zeros
+                raise SampleError(f"{sw.name}: {sw.error}")
+            readings[sw.name] = (port_readings(sw.detail) if sw.HasField("detail") else
+                                 {port: PortReading(int(b), 0, 0, True)
+                                  for port, b in sw.egress_bytes.items()})
+            if sw.has_timing:
+                snap = timing_snapshot(sw.timing)
+                prev = self._timing.get(sw.name)
+                self._timing[sw.name] = snap
+                if prev is not None:
+                    frac = window(prev, snap)["lag_fraction"]
+                    if frac > behind:
+                        behind, behind_switch = frac, sw.name
+            for port, plane in self._host_ports.get(sw.name, {}).items():
+                delivered[plane] += sw.egress_bytes.get(port, 0)
+            drops += sw.drops
+            trims += sw.trims
+            ecn += sw.ecn_marks
         now = self.clock.now() - self.t0
         last, self._last = self._last, (now, delivered)
         ports = self._ports.rates(readings, now - last[0] if last is not None else 1.0)

@@ -6,11 +6,12 @@ Start order (each step waits for readiness with a timeout whose message names th
    ``--rate`` and ``--delay`` applied to every link, so controller thresholds match the
    emulated links);
 2. Mininet: host namespaces (with their kernel IPv6 addresses, mrcnet/fabric/hostnet.py),
-   links, then every switch process (ready = gRPC listening); with ``pcap`` every switch
-   port's capture (mrcnet/fabric/captures.py);
+   links, then every switch node of the run's kind (switch/targets/; ready = P4Runtime
+   listening);
 3. the controller with ``--switches`` (it becomes primary on every switch, pushes the
    pipeline and writes the path mode's tables before it prints ``listening on``), with
-   ``--cp-delay`` for route withdrawal after port changes;
+   ``--cp-delay`` for route withdrawal after port changes; with ``pcap`` every switch
+   port's capture, through the controller (mrcnet/fabric/captures.py);
 4. the run's EV format/EV profiles (ONLINE before agents register, so each agent gets them in
    its registration snapshot);
 5. one agent per host in its namespace (ready = registered with the controller), each running
@@ -29,10 +30,11 @@ Time: the run has one clock (``Fabric.clock``, common/vclock.py) with the time-d
 factor ``RunOptions.tdf`` and an epoch read when the Fabric is created; every switch, the
 controller and every agent get it as ``--tdf``/``--clock-epoch``. The workload runner, the
 failure schedule, the live view and the results use it too (virtual seconds under
-dilation); start-up timings and readiness timeouts are wall-clock. BMv2 switches cannot run on
-a dilated clock: a TDF other than 1 with ``switch="bmv2"`` is refused before anything starts.
-``Fabric.fidelity`` marks the switches' lag meters and the processes' CPU for the workloads'
-fidelity figures (mrcnet/fabric/fidelity.py).
+dilation); start-up timings and readiness timeouts are wall-clock. A kind of switch that
+cannot run on a dilated clock (``supports_dilation``: BMv2) is refused with a TDF other than 1
+before anything starts.
+``Fabric.fidelity`` marks the switches' lag meters (read by the controller) and the processes'
+CPU for the workloads' fidelity figures (mrcnet/fabric/fidelity.py).
 """
 
 from __future__ import annotations
@@ -63,10 +65,11 @@ from mrcnet.fabric.base_rtt import measure_base_rtt
 from mrcnet.fabric.builder import MininetFabric
 from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
-from mrcnet.fabric.fidelity import FidelityMonitor
+from mrcnet.fabric.fidelity import FidelityMonitor, controller_timings
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
+from switch.targets import DEFAULT_KIND, target_class
 from topologies.loader import load, resolve
 from topologies.model import FabricKind, Link, PathMode, Topology
 from topologies.paths import base_rtt
@@ -103,7 +106,7 @@ class FabricError(RuntimeError):
 @dataclass
 class RunOptions:
     topology: str = "clos-2p"
-    switch: str = "embedded"
+    switch: str = DEFAULT_KIND  # kind of switch node (switch.targets.kinds())
     mode: str | None = None  # default: the topology's path mode
     rate: str | None = "100Mbps"  # every link's rate (None: as in the file)
     delay: str | None = None  # every link's one-way delay (None: as in the file)
@@ -123,7 +126,7 @@ class RunOptions:
     # Lag (virtual seconds) up to which a process counts as on time; None: the time one
     # MTU-sized frame takes on the fastest link (see lag_tolerance()).
     lag_tolerance: float | None = None
-    rx_ring: int | None = None  # receive ring slots per embedded switch port (None: its default)
+    rx_ring: int | None = None  # receive ring slots per switch port (None: the kind's default)
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
     # the emulation's millisecond RTTs every late probe answer would become a timeout and a
@@ -216,9 +219,15 @@ class Fabric:
         if opts.lb not in LB_CHOICES:
             raise ValueError(f"load balancing {opts.lb!r}: one of {', '.join(LB_CHOICES)}")
         t0 = time.monotonic()
-        if opts.switch == "bmv2" and self.clock.dilated:
-            raise FabricError(f"--tdf {opts.tdf:g}: BMv2 (simple_switch_grpc) runs on the wall "
-                              "clock and cannot be dilated; use --tdf 1 or the embedded switch")
+        try:
+            kind = target_class(opts.switch)
+        except ValueError as exc:
+            raise FabricError(str(exc)) from None
+        if not kind.available():
+            raise FabricError(kind.unavailable_reason())
+        if self.clock.dilated and not kind.supports_dilation:
+            raise FabricError(f"--tdf {opts.tdf:g}: {kind.label} runs on the wall clock and "
+                              f"cannot be dilated; use --tdf 1 or the {DEFAULT_KIND} switch")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
         topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
@@ -238,37 +247,30 @@ class Fabric:
         self.mn = MininetFabric(plan, self.run_dir, opts.switch, [*self.proc_args, *ring])
         self.mn.build()
         self.mn.start_switches()
-        for note in self.mn.bmv2_notes():
+        for note in self.mn.notes():
             self.say(note)
-        addresses = {n: sw.grpc_address for n, sw in self.mn.switches.items()}
-        self.captures = Captures(self.run_dir, addresses,
-                                 {s.name: sorted(s.ifnames) for s in plan.switches})
-        if opts.pcap:
-            count = self.captures.start_all()
-            self.say(f"capturing {count} switch ports into {self.captures.dir}")
         self._step("switches", t0)
         self._start_controller(topo_path, mode)
         self._step("controller", t0)
         assert self.ctl is not None
+        self.captures = Captures(self.run_dir, self.ctl,
+                                 {s.name: sorted(s.ifnames) for s in plan.switches})
+        if opts.pcap:
+            count = self.captures.start_all()
+            self.say(f"capturing {count} switch ports into {self.captures.dir}")
         self.ctl.setup_profiles(topo, mode, opts.lb)
         self._start_agents(mode)
         self._step("agents", t0)
-        self.ctl.watch_events(self.tracker.on_event)
-        if opts.switch == "embedded":  # BMv2 has no lag meter
-            self.fidelity = FidelityMonitor(self.clock, addresses, self.pids)
+        self.ctl.watch_run_events(self.tracker.on_event)
+        self.fidelity = FidelityMonitor(self.clock, controller_timings(self.ctl.switch_stats),
+                                        self.pids)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
                                      self.clock, topo, self.fidelity, self.cc_profile)
         self._setup_cc(topo)
         self._step("cc_profile", t0)
         if not self.circuit:  # the live view samples packet switches' per-plane counters
-            bmv2 = {}
-            if opts.switch == "bmv2":
-                from mrcnet.fabric.bmv2_counters import Bmv2Counters
-
-                bmv2 = {n: Bmv2Counters(sw.grpc_address, sw.device_id, sw.port_map())
-                        for n, sw in self.mn.switches.items()}
-            self.sampler = StatsSampler(topo, addresses, self.tracker, opts.sample_interval,
-                                        show=opts.show, clock=self.clock, bmv2=bmv2,
+            self.sampler = StatsSampler(topo, self.ctl.switch_stats, self.tracker,
+                                        opts.sample_interval, show=opts.show, clock=self.clock,
                                         qlog_dir=self.run_dir / "qlog")
             self.sampler.start()
         info = self._write_state("running")
@@ -433,8 +435,19 @@ class Fabric:
                 out[f"agent-{name}"] = proc.pid
         if self.mn is not None:
             for name, sw in self.mn.switches.items():
-                if sw.proc is not None and sw.proc.poll() is None:
-                    out[name] = sw.proc.pid
+                if sw.pid is not None and sw.alive():
+                    out[name] = sw.pid
+        return out
+
+    def switch_detail(self, names: list[str] | None = None) -> dict[str, Any]:
+        """Switch -> its per-port statistics (GetPortsResponse) as its driver reads them, for
+        the named switches (all by default); FabricError when one cannot be read."""
+        assert self.ctl is not None
+        out = {}
+        for sw in self.ctl.switch_stats(names, detail=True).switches:
+            if sw.error:
+                raise FabricError(f"switch {sw.name}: {sw.error}")
+            out[sw.name] = sw.detail
         return out
 
     def log_link(self, label: str, up: bool) -> None:
@@ -500,7 +513,7 @@ class Fabric:
                                   f"{self.run_dir / 'agents' / (name + '.log')}")
         if self.mn is not None:
             for name, sw in self.mn.switches.items():
-                if sw.proc is None or sw.proc.poll() is not None:
+                if not sw.alive():
                     raise FabricError(f"switch {name} exited; see {sw.log_path}")
 
     # -- stop --------------------------------------------------------------------------------
@@ -532,14 +545,14 @@ class Fabric:
             self.fidelity.close()
         for name in list(self.agents):
             stop_process_group(self.agents.pop(name))
+        if self.captures is not None:  # through the controller, before it stops
+            self.captures.stop_all()
         if self.ctl is not None:
             self.ctl.close()
             self.ctl = None
         if self.controller is not None:
             stop_process_group(self.controller)
             self.controller = None
-        if self.captures is not None:
-            self.captures.stop_all()
         if self.mn is not None:
             self.mn.stop()
         if self.sock_dir is not None:

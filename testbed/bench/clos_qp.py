@@ -49,8 +49,8 @@ def cpu_seconds(pid: int) -> float:
 def _processes(fab: Any, src: str, dst: str) -> dict[str, int]:
     procs = {f"agent {src}": fab.agents[src].pid, f"agent {dst}": fab.agents[dst].pid}
     for name, sw in sorted(fab.mn.switches.items()):
-        if sw.proc is not None:
-            procs[f"switch {name}"] = sw.proc.pid
+        if sw.pid is not None:
+            procs[f"switch {name}"] = sw.pid
     return procs
 
 

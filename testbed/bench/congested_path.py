@@ -61,13 +61,11 @@ def slow_topology(rate_bps: float, out: Path) -> Path:
 
 
 def _uplink_packets(fab: Any) -> dict[tuple[str, int], int]:
-    from switch.stats import fetch
     from topologies.model import NodeKind
 
     topo = fab.topo
     out = {}
-    for leaf in ("p0-leaf0", "p1-leaf0"):
-        resp = fetch(fab.mn.switches[leaf].grpc_address)
+    for leaf, resp in fab.switch_detail(["p0-leaf0", "p1-leaf0"]).items():
         for p in resp.ports:
             link = topo.link_at(leaf, p.port)
             if link is not None and topo.node(link.other(leaf).node).kind == NodeKind.SWITCH:

@@ -108,21 +108,19 @@ def _hist_diff(before: Any, after: Any, classes: tuple[TrafficClass, ...]
 
 def measure(fab: Any, receiver: str, size: int, cc_profile: int, timeout: float) -> dict[str, Any]:
     """One incast round on a running fabric with the QPs bound to ``cc_profile``."""
-    from switch.stats import fetch
     from topologies.paths import attached_switch
 
     topo = fab.topo
     assert topo is not None and fab.runner is not None and fab.mn is not None
-    addresses = {n: sw.grpc_address for n, sw in fab.mn.switches.items()}
     bn_switch, bn_port = attached_switch(topo, receiver, 0)
     link = topo.link_at(receiver, 0)
     assert link is not None
     rate = link.params.rate_bps
-    before = {n: fetch(a) for n, a in addresses.items()}
+    before = fab.switch_detail()
     wl = fab.runner.submit(f"incast:{receiver}", size, "MRC", timeout=timeout,
                            cc_profile=cc_profile)
     fab.runner.wait(wl, timeout + 30, fab.check_alive)
-    after = {n: fetch(a) for n, a in addresses.items()}
+    after = fab.switch_detail()
     summary = wl.summary()
     trims0, drops0 = _switch_totals(before)
     trims1, drops1 = _switch_totals(after)

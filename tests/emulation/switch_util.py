@@ -17,6 +17,7 @@ from common.classes import DEFAULT_CLASSES, TrafficClass, dscp_classes
 from common.netns import NetKit
 from common.p4runtime_client import P4RuntimeClient
 from common.p4schema.mrc_switch import BMV2_QDEPTH_CELL_BYTES, dscp_class_write
+from controller.drivers import SwitchDriver, driver_class, parse_endpoint
 from testbed.switch_lab import STOP_MARK, SWITCH_KINDS, Lab, SwitchProcess
 
 HOST_MAC = "02:00:00:00:00:01"
@@ -93,12 +94,18 @@ def psn_of(frame: bytes) -> int:
     return int.from_bytes(bytes(udp.payload)[9:12], "big")
 
 
+def driver_for(sw: SwitchProcess) -> SwitchDriver:
+    """The controller's driver of the switch's kind (controller/drivers/), not yet open."""
+    assert sw.target is not None
+    return driver_class(sw.kind)(sw.name, parse_endpoint(sw.name, sw.target.endpoint()))
+
+
 def connect(sw: SwitchProcess) -> P4RuntimeClient:
-    """A primary P4Runtime session with the mrc_switch pipeline pushed."""
+    """A primary P4Runtime session with the mrc_switch pipeline pushed (with the device
+    config the switch's kind needs, as the controller pushes it)."""
     client = P4RuntimeClient(sw.address, sw.device_id)
     assert client.connect(), f"not primary on {sw.name} (log {sw.log})"
-    # BMv2 loads p4c's JSON; the embedded target runs its own build of the program
-    client.push_pipeline(device_config=client.bmv2_device_config() if sw.kind == "bmv2" else b"")
+    client.push_pipeline(device_config=driver_for(sw).device_config(client))
     return client
 
 

@@ -29,6 +29,9 @@ port h9 0 down
 run ring
 deny 0x999@1
 h0 true
+ctl topo
+ctl ev 1 --query 0x100@1
+ctl link p0-leaf0:3 sideways
 """
 
 
@@ -62,6 +65,10 @@ def test_cli_commands(run_prefix: str, tmp_path: Path, capsys: pytest.CaptureFix
     assert "run: unknown workload 'ring'" in out
     assert "denied: NOT_FOUND: " in out and "0x999" in out  # the controller's refusal
     assert len(fab.cli_workloads) == 1 and fab.cli_workloads[0]["completed"]
+    # ctl: mrcnet ctl's commands against the fabric's controller, errors as usage text
+    assert "clos-2p: packet, 2 plane(s), stev" in out and "[agent]" in out  # ctl topo
+    assert "  0x100@1 DENIED" in out  # ctl ev 1 --query: the denial above
+    assert "usage: ctl link" in out and "invalid choice: 'sideways'" in out
     assert not [n for _, n in socket.if_nameindex() if n.startswith(run_prefix)]
 
 

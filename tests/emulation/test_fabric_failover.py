@@ -96,11 +96,11 @@ def test_spine_link_failure_mid_transfer(fabric_factory: object) -> None:
 def test_controller_deny_stops_use_on_every_qp(fabric_factory: object) -> None:
     fab = fabric_factory()  # type: ignore[operator]
     assert fab.ctl is not None and fab.runner is not None
-    denied = [(v, p) for v, p in fab.ctl.ev_array() if _crosses_spine0_plane0(v, p)]
+    denied = [(v, p) for v, p in fab.ctl.run_ev_array() if _crosses_spine0_plane0(v, p)]
     assert denied
     wl = fab.runner.submit("shift:2", 4 * SIZE)
     _running(fab, wl, "p0-spine0", 100)
-    fab.ctl.set_ev_state(denied, pb.EV_DENIED)  # QPs already running
+    fab.ctl.set_run_ev_state(denied, pb.EV_DENIED)  # QPs already running
     wl2 = fab.runner.submit("shift:2", SIZE)  # QPs created after the denial
     before0, before1 = _rx(fab, "p0-spine0"), _rx(fab, "p0-spine1")
     assert fab.runner.wait(wl, 150, fab.check_alive) and fab.runner.wait(wl2, 150)

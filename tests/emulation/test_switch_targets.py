@@ -10,18 +10,13 @@ import os
 import signal
 import sys
 
-import grpc
 import pytest
 
 from common.netns import run, wait_until
 from common.p4runtime_client import P4RuntimeClient
-from common.proto import switch_admin_pb2 as pb
-from common.proto import switch_admin_pb2_grpc as pb_grpc
-from mrcnet.fabric.bmv2_counters import Bmv2Counters
-from mrcnet.fabric.builder import host_shaper_command
-from mrcnet.fabric.liveview import embedded_figures
+from switch.targets.bmv2 import host_shaper_command
 from testbed.switch_lab import Lab, SwitchProcess
-from tests.emulation.switch_util import connect, lab, mrc_frame, route, switch_kind
+from tests.emulation.switch_util import connect, driver_for, lab, mrc_frame, route, switch_kind
 
 pytestmark = pytest.mark.emulation
 __all__ = ["lab", "switch_kind"]
@@ -100,16 +95,12 @@ def test_tail_drops_beyond_the_queue_depth_are_what_the_live_view_counts(
         got = len(sniffer.result().frames)
         assert 4 <= got <= 6, got  # 4 queued, plus what left while the burst arrived
         wait_until(lambda: _received(client) == 20, 10, "every frame counted at ingress")
-        if switch_kind == "bmv2":
-            counters = Bmv2Counters(sw.address, sw.device_id, sw.ports)
-            try:
-                figures = counters.read()
-            finally:
-                counters.close()
-        else:
-            with grpc.insecure_channel(sw.address) as channel:
-                resp = pb_grpc.SwitchAdminStub(channel).GetPorts(pb.GetPortsRequest(), timeout=5)
-            figures = embedded_figures(resp)
+        driver = driver_for(sw)  # what the controller reads the live view's figures with
+        driver.open(client)
+        try:
+            figures = driver.figures()
+        finally:
+            driver.close()
         assert figures.drops == 20 - got
     finally:
         client.close()

@@ -102,17 +102,17 @@ def test_profiles_denials_and_reports(server: ControllerServer) -> None:
         assert cc.params["base_rtt_ns"] == 2_000_000  # the base RTT the orchestrator gave
         _wait(lambda: ctl.agents() == {"h0": True}, "agent attached")
         # DENY: sent to the agent, the EV leaves the profile new QPs bind to
-        ctl.set_ev_state([(0x100, 1)], pb.EV_DENIED)
+        ctl.set_run_ev_state([(0x100, 1)], pb.EV_DENIED)
         _wait(lambda: (0x100, 0) not in [(e.ev, e.port) for e in
                                          agent.core._ev_profiles[EV_PROFILE].entries],
               "denied EV removed from the core's profile")
         assert link.denied[EV_PROFILE] == {0x100}
-        ctl.set_ev_state([(0x100, 1)], pb.EV_GOOD)
+        ctl.set_run_ev_state([(0x100, 1)], pb.EV_GOOD)
         _wait(lambda: (0x100, 0) in [(e.ev, e.port) for e in
                                      agent.core._ev_profiles[EV_PROFILE].entries],
               "denial lifted")
         # datapath reports reach subscribers; SKIP -> GOOD is not reported
-        ctl.watch_events(events.put)
+        ctl.watch_run_events(events.put)
         _wait(lambda: ctl.fabric.GetStatistics(pb.GetStatisticsRequest())
               .counters["event_subscribers"] == 1, "the subscription")
         report = link._on_core_event

@@ -14,11 +14,18 @@ import pytest
 
 from common.bmv2_cli import Bmv2CliError, register_value, run_cli
 from common.p4runtime_client import PortEvent
-from controller.bmv2_ports import Bmv2Ports, Bmv2PortState
+from controller.drivers.bmv2_ports import Bmv2Ports, Bmv2PortState
 from controller.server import read_switch_map
 from controller.southbound import SouthboundError
-from mrcnet.fabric.builder import TBF_BURST, host_shaper_command
-from switch.bmv2 import CELL_BYTES, UNLIMITED_DEPTH, bmv2_queue, command, queue_commands
+from switch.targets.bmv2 import (
+    CELL_BYTES,
+    TBF_BURST,
+    UNLIMITED_DEPTH,
+    bmv2_queue,
+    command,
+    host_shaper_command,
+    queue_commands,
+)
 from switch.traffic import parse_link_spec
 
 
@@ -112,11 +119,11 @@ def test_switch_map_reads_bmv2_entries_and_refuses_incomplete_ones(tmp_path: Pat
               "ports": {"2": "if2", "1": "if1"}},
     }))
     eps = read_switch_map(str(path))
-    assert eps["a"].target == "embedded" and eps["a"].ifnames == ()
-    assert eps["b"].target == "bmv2" and eps["b"].thrift_port == 9
-    assert eps["b"].ifnames == ((1, "if1"), (2, "if2"))
-    for bad, why in (({"target": "bmv2"}, "needs thrift_port and ports"),
-                     ({"target": "tofino"}, "unknown target")):
+    assert eps["a"].kind == "embedded" and dict(eps["a"].extras) == {}
+    assert eps["b"].kind == "bmv2" and eps["b"].extras["thrift_port"] == 9
+    assert eps["b"].extras["ifnames"] == {1: "if1", 2: "if2"}
+    for bad, why in (({"kind": "bmv2"}, "needs thrift_port and ports"),
+                     ({"kind": "tofino"}, "unknown switch kind 'tofino'; known: bmv2, embedded")):
         path.write_text(json.dumps({"c": {"address": "x:1", "device_id": 3, **bad}}))
         with pytest.raises(SouthboundError, match=why):
             read_switch_map(str(path))
@@ -187,6 +194,6 @@ def test_mrcnet_up_refuses_what_bmv2_cannot_do_before_starting(
     from mrcnet.cli import main
 
     assert main(["up", "clos-2p", "--switch", "bmv2", "--pcap", "--no-cli"]) == 2
-    assert "simple_switch_grpc's own --pcap" in capsys.readouterr().err
+    assert "simple_switch_grpc takes no captures at run time" in capsys.readouterr().err
     assert main(["up", "clos-2p", "--switch", "bmv2", "--tdf", "4", "--no-cli"]) == 2
     assert "cannot be dilated" in capsys.readouterr().err

@@ -80,3 +80,29 @@ def test_topology_link_and_stats(sock: str, capsys: pytest.CaptureFixture[str]) 
     assert rc == 0 and "link_state_changes" in out
     rc, out, _ = ctl(sock, capsys, "--json", "port", "h1", "2", "--disable")
     assert json.loads(out)["admin_state"] == "PORT_ADMIN_DISABLED"
+
+
+def test_a_shell_runs_the_same_commands_over_the_same_client(sock: str) -> None:
+    """The fabric CLI's ``ctl`` path: the commands' own parser, writing to the shell's
+    stream and raising instead of exiting, executed through ControllerClient."""
+    import io
+
+    from controller.client import ControllerClient
+    from controller.commands import CommandParseExit, command_parser, execute
+
+    out = io.StringIO()
+    parser = command_parser("ctl", out)
+    with pytest.raises(CommandParseExit):
+        parser.parse_args(["link", "p0-leaf0:3", "sideways"])
+    assert "invalid choice: 'sideways'" in out.getvalue() and "usage: ctl link" in out.getvalue()
+    with ControllerClient(f"unix:{sock}", timeout=5) as client:
+        out = io.StringIO()
+        assert execute(parser.parse_args(["--json", "link", "p0-leaf0:3", "down"]), client,
+                       out) == 0
+        assert json.loads(out.getvalue())["a"] == "p0-leaf0:3"
+        assert not client.topology().links[json.loads(out.getvalue())["id"]].up
+        out = io.StringIO()
+        execute(parser.parse_args(["topo"]), client, out)
+        shell_topo = out.getvalue()
+    assert shell_topo.startswith("clos-2p: packet, 2 plane(s), stev")
+    assert "p0-leaf0:3 -- p0-spine0:1" in shell_topo and "DOWN" in shell_topo

@@ -8,6 +8,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import grpc
 import pytest
@@ -18,9 +19,11 @@ from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
 from controller.core import Controller
+from controller.drivers import DriverError, SwitchDriver, SwitchEndpoint, SwitchFigures
+from controller.errors import CtlError, ErrorKind
 from controller.fabric import FabricState
 from controller.server import ServerConfig, start
-from controller.southbound import SouthboundError, SwitchEndpoint, SwitchFabric
+from controller.southbound import SouthboundError, SwitchFabric
 from switch.p4runtime import P4RuntimeServer, start_server
 from switch.pipeline import Pipeline
 from topologies.loader import load
@@ -63,7 +66,7 @@ class Switches:
                 ],
             )
         self.endpoints = {
-            n: SwitchEndpoint(f"127.0.0.1:{s.port}", i + 1)
+            n: SwitchEndpoint(f"127.0.0.1:{s.port}", i + 1, "embedded")
             for i, (n, s) in enumerate(self.servers.items())
         }
 
@@ -116,7 +119,7 @@ def test_start_rolls_back_and_names_the_switch(clos: tuple[Topology, Switches]) 
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()[1]  # nothing listens here once closed
     endpoints = dict(sw.endpoints)
-    endpoints["spine1"] = SwitchEndpoint(f"127.0.0.1:{dead}", 99)
+    endpoints["spine1"] = SwitchEndpoint(f"127.0.0.1:{dead}", 99, "embedded")
     fabric = SwitchFabric(topo, endpoints, timeout=1.0)
     with pytest.raises(SouthboundError, match="spine1"):
         fabric.start()
@@ -218,3 +221,74 @@ def test_server_uses_the_switch_map(clos: tuple[Topology, Switches], tmp_path: P
             assert stats.counters["switch_switches_programmed"] == 4
     finally:
         srv.stop()
+
+
+class FakeKind(SwitchDriver):
+    """A new kind of switch is one driver class (here in-process: figures from a dict)."""
+
+    kind = "fake"
+    figures_by_switch: ClassVar[dict[str, SwitchFigures | str]] = {}
+    admin: ClassVar[list[tuple[str, int, bool]]] = []
+
+    def set_port_admin(self, port: int, up: bool) -> None:
+        self.admin.append((self.name, port, up))
+
+    def figures(self, detail: bool = False) -> SwitchFigures:
+        got = self.figures_by_switch[self.name]
+        if isinstance(got, str):
+            raise DriverError(f"{self.name}: {got}")
+        return got
+
+
+def test_switch_reads_go_through_the_kinds_driver(
+    clos: tuple[Topology, Switches], tmp_path: Path
+) -> None:
+    """GetSwitchStats, ReadCounters and the capture calls reach every switch through its
+    kind's driver: figures and timing where there are some, an error entry (never zeros)
+    for a switch that cannot be read, NOT_FOUND for an unknown switch."""
+    topo, sw = clos
+    endpoints = {n: SwitchEndpoint(e.address, e.device_id, "fake")
+                 for n, e in sw.endpoints.items()}
+    timing = admin_pb.Timing(now=2.0, start=1.0, tdf=1.0, events=10)
+    FakeKind.figures_by_switch = {
+        "leaf0": SwitchFigures({1: 100, 3: 7}, drops=2, trims=3, ecn=4, timing=timing),
+        "leaf1": "counter read failed",
+        "spine0": SwitchFigures({}, 0, 0, 0), "spine1": SwitchFigures({}, 0, 0, 0)}
+    fabric = SwitchFabric(topo, endpoints, drivers={"fake": FakeKind})
+    fabric.start()
+    try:
+        ctl = Controller(topo, backend=fabric)
+        resp = ctl.switches.stats(pb.GetSwitchStatsRequest())
+        by = {s.name: s for s in resp.switches}
+        assert set(by) == {"leaf0", "leaf1", "spine0", "spine1"}
+        assert by["leaf0"].kind == "fake" and dict(by["leaf0"].egress_bytes) == {1: 100, 3: 7}
+        assert (by["leaf0"].drops, by["leaf0"].trims, by["leaf0"].ecn_marks) == (2, 3, 4)
+        assert by["leaf0"].has_timing and by["leaf0"].timing.events == 10
+        assert not by["spine0"].has_timing and not by["spine0"].error
+        assert by["leaf1"].error == "leaf1: counter read failed" and not by["leaf1"].egress_bytes
+        ctl.set_link_state(pb.SetLinkStateRequest(link="leaf0:3", up=False))
+        assert sorted(FakeKind.admin) == [("leaf0", 3, False), ("spine0", 1, False)]
+        # counters over the controller's own P4Runtime session, whatever the kind
+        cells = ctl.switches.read_counters(pb.ReadCountersRequest(
+            switch="leaf0", counter="MrcIngress.drop_reason", indexes=[1, 2]))
+        assert [c.index for c in cells.cells] == [1, 2]
+        with pytest.raises(CtlError) as err:
+            ctl.switches.read_counters(pb.ReadCountersRequest(switch="leaf0", counter="nope"))
+        assert err.value.kind == ErrorKind.INVALID and "no control-plane object 'nope'" in (
+            err.value.message)
+        with pytest.raises(CtlError) as err:
+            ctl.switches.stats(pb.GetSwitchStatsRequest(switches=["leaf9"]))
+        assert err.value.kind == ErrorKind.NOT_FOUND and "leaf0" in err.value.message
+        with pytest.raises(CtlError) as err:  # this kind takes no captures
+            ctl.switches.capture(pb.SwitchCaptureRequest(switch="leaf0", port=1, path="x"), True)
+        assert err.value.kind == ErrorKind.UNAVAILABLE and "no captures" in err.value.message
+    finally:
+        fabric.close()
+        FakeKind.admin.clear()
+
+
+def test_a_controller_without_switches_refuses_switch_reads() -> None:
+    ctl = Controller(load("clos-1p"))
+    with pytest.raises(CtlError) as err:
+        ctl.switches.stats(pb.GetSwitchStatsRequest())
+    assert err.value.kind == ErrorKind.BUSY and "--switches" in err.value.message
