@@ -11,7 +11,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 APT_PACKAGES := mininet tshark ethtool iproute2 iperf3 iputils-ping nftables procps psmisc gcc \
-                libc6-dev python3-dev python3-venv
+                libc6-dev python3-dev python3-venv chromium tmux
+# The web view's JavaScript (d3), pinned in mrcnet/web/js/package-lock.json, from the npm
+# registry with the machine's npm; the page loads nothing else (docs/fabric.md, "Web view").
+WEB_JS := mrcnet/web/js
+WEB_STAMP := $(WEB_JS)/node_modules/.package-lock.json
 # Mininet's Python package comes with the Debian package (which brings mnexec, the helper
 # its nodes need): the venv links to it, so there is one Mininet.
 MININET_PKG := /usr/lib/python3/dist-packages/mininet
@@ -25,7 +29,7 @@ MODE ?= stev
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install cext apt-packages test test-unit test-emulation lint topology bench clean protos p4 help
+.PHONY: install cext web-assets apt-packages test test-unit test-emulation lint topology bench clean protos p4 help
 
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
@@ -37,7 +41,14 @@ help:
 	@echo "make bench     run the benchmarks, results under results/"
 	@echo "make clean     remove what the project created (venv, caches, results)"
 
-install: $(STAMP) cext
+install: $(STAMP) cext web-assets
+
+web-assets: $(WEB_STAMP)
+
+$(WEB_STAMP): $(WEB_JS)/package.json $(WEB_JS)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the web view's JavaScript (Debian: apt-get install npm)"; exit 1; }
+	npm ci --prefix $(WEB_JS) --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $(WEB_STAMP)
 
 # C accelerators (common/cext.py): rebuilt when their source changes, a no-op otherwise; the
 # built-in P4 programs' C data paths go to the user's cache (switch/p4json/cbackend.py).
@@ -69,7 +80,7 @@ $(STAMP): pyproject.toml Makefile
 	if [ -d "$$site/mininet" ] && [ ! -L "$$site/mininet" ]; then rm -rf "$$site/mininet"; fi; \
 	ln -sfn $(MININET_PKG) "$$site/mininet"
 	$(PY) -m pip check
-	@$(PY) -c "import common.proto.p4.v1.p4runtime_pb2, grpc, pyscipopt, scapy, mininet.net, rich" \
+	@$(PY) -c "import common.proto.p4.v1.p4runtime_pb2, grpc, pyscipopt, scapy, mininet.net, rich, aiohttp" \
 	  || { echo "the virtual environment does not import together; see docs/install.md"; exit 1; }
 	@test -x $(P4SHELL_VENV)/bin/python || $$(cat $(VENV)/.base-python) -m venv $(P4SHELL_VENV)
 	$(P4SHELL_VENV)/bin/python -m pip install --quiet --upgrade pip
@@ -126,5 +137,5 @@ bench: install
 clean:
 	-@test -x $(PY) && $(PY) -m common.cext --clean
 	-@test -x $(PY) && $(PY) -m switch.p4json.cbackend --clean
-	rm -rf $(VENV) $(P4SHELL_VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
+	rm -rf $(VENV) $(P4SHELL_VENV) $(WEB_JS)/node_modules .pytest_cache .mypy_cache .ruff_cache .import_linter_cache .hypothesis results/runs
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -44,6 +44,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                    "Harvest schedules run on the photonic domain, measured vs the model"),
     "fidelity": ("testbed.bench.fidelity_tdf",
                  "all-to-all against configured capacity, TDF 1 vs auto"),
+    "web": ("testbed.bench.web_view",
+            "the web view on the 96-switch fabric in headless Chromium: page load, updates"),
 }
 
 

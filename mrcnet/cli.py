@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("mrcnet.bench", "benchmarks (codec, switch, transport, harvest, ...)"),
     "topo": ("mrcnet.cmd_topo", "generate topology files (clos, fattree, scaleup) or check one"),
     "p4": ("switch.stf.p4cmd", "P4 program tools: p4 stf DIR runs p4c STF tests"),
+    "web": ("mrcnet.cmd_web", "the web view of a finished run (or of a topology, --synthetic)"),
 }
 
 

@@ -141,9 +141,10 @@ def tdf_probe(spec: dict[str, Any]) -> Any:
     from mrcnet.fabric.orchestrator import Fabric
 
     def probe(opts: Any, tdf: float, _workload: str, _size: int, _qp: str,
-              timeout: float) -> dict[str, Any]:
+              timeout: float, _extra: dict[str, Any] | None = None) -> dict[str, Any]:
         fab = Fabric(replace(opts, tdf=tdf, show=False,
                              results_root=opts.results_root / "calibration"))
+        fab.say = lambda text: None  # type: ignore[method-assign]  # one line per probe
         try:
             fab.start()
             driver = CollectiveDriver(fab, timeout=timeout)
@@ -195,14 +196,20 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         fab_say(f"calibration: TDF {opts.tdf:g} ("
                 f"{'faithful' if found['verified'] else 'not verified'}; "
                 f"{len(found['probes'])} probes, {found['seconds']:.0f} s)")
+    from mrcnet.web.launch import start_web
+
     fab = Fabric(opts)
+    web = None
     try:
         fab.start()
+        web = start_web(fab, args)  # --web: circuits and steps as they happen
         res = run_on(fab, spec, args.timeout)
     except (RuntimeError, HarvestError, RunError, OSError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 1
     finally:
+        if web is not None:
+            web.stop()
         fab.stop()
     if args.json:
         print(json.dumps({k: v for k, v in res.items() if k not in ("runs", "table")},

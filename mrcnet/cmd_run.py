@@ -68,10 +68,10 @@ def attach(args: argparse.Namespace) -> int:
     runner = WorkloadRunner(run_dir, hosts, int(str(info["ev_profile"])), clock,
                             cc_profile=int(str(info.get("cc_profile", 0))))
     runner.count = len(list((run_dir / "jobs").glob("*/*-writer.job.json"))) + 1000
-    from mrcnet.cmd_up import workload_extra
+    from mrcnet.cmd_up import DEFAULT_SIZE, workload_extra
 
     try:
-        wl = runner.submit(args.workload, parse_size(args.size), args.qp,
+        wl = runner.submit(args.workload, parse_size(args.size or DEFAULT_SIZE), args.qp,
                            timeout=args.timeout, extra=workload_extra(args))
     except (WorkloadError, ValueError) as exc:
         print(f"mrcnet run: {exc}", file=sys.stderr)

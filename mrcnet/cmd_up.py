@@ -9,7 +9,10 @@ printed. Interactive: the same, then the CLI (``help`` lists the commands) until
 rates of the results are virtual); ``--tdf auto`` first calibrates the smallest factor that
 keeps every process on time (mrcnet/fabric/calibrate.py).
 ``--demo`` (what ``make topology`` runs): all-to-all MRC Writes sprayed over every plane, a
-leaf-spine link of plane 0 failing at 2 s and coming back at 5 s, 8 s in all.
+leaf-spine link of plane 0 failing at 2 s and coming back at 5 s, 8 s in all; without
+``--tdf`` it first calibrates the factor this machine needs (mrcnet/fabric/demo.py) and ends
+with its verdict line (every byte verified, the flap survived, faithful or not).
+``--web`` serves the live web view (mrcnet/web) on 127.0.0.1 while the fabric runs.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ import sys
 from typing import Any
 
 from controller.profile_store import LB_POLICIES
+from mrcnet.fabric import demo
+from mrcnet.fabric.livedisplay import LiveDisplay
 from topologies.model import PathMode
 
 MiB = 1 << 20
+DEFAULT_SIZE = "2MiB"
+# The demonstration's flows: rounds of 12 x 8 MiB take about a second on clos-2p at 100 Mb/s;
+# fewer, longer rounds than 2 MiB ones, and every round's QPs stay in the agents' loops
+# (docs/fabric.md, "The first ten minutes").
+DEMO_SIZE = "8MiB"
 
 
 def _size(text: str) -> int:
@@ -45,7 +55,8 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="path mode (default: the topology's)")
     parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
                         help="transport of the workload (RC = baseline)")
-    parser.add_argument("--size", default="2MiB", help="bytes per flow (default 2MiB)")
+    parser.add_argument("--size", default=None,
+                        help=f"bytes per flow (default {DEFAULT_SIZE}; --demo {DEMO_SIZE})")
     parser.add_argument("--rate", default=None,
                         help="rate of every link (default 100Mbps, circuit fabrics 20Mbps: "
                              "what the 2-core emulation sustains; 'file' keeps the file's)")
@@ -75,10 +86,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="bring link A-B (or plane:P) back up at S seconds")
     parser.add_argument("--duration", type=float, default=None, metavar="S",
                         help="repeat the workload until S seconds have passed")
-    parser.add_argument("--tdf", default="1", metavar="N|auto",
+    parser.add_argument("--tdf", default=None, metavar="N|auto",
                         help="time-dilation factor: the run's clock goes N times slower than "
-                             "the wall clock (default 1); 'auto' calibrates the smallest "
-                             "factor that keeps every process on time")
+                             "the wall clock (default 1; with --demo: calibrated); 'auto' "
+                             "calibrates the smallest factor that keeps every process on time")
     parser.add_argument("--rx-ring", type=int, default=None, metavar="SLOTS",
                         help="receive ring slots per embedded switch port (16 KiB of kernel "
                              "memory each; default: the switch's 1024); 0: recvmmsg")
@@ -102,7 +113,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="open the CLI even when stdin is not a terminal (commands from a "
                           "pipe or file, as with Mininet's CLI)")
     parser.add_argument("--demo", action="store_true",
-                        help="spraying + a spine link failure and recovery (make topology)")
+                        help="spraying + a spine link failure and recovery (make topology); "
+                             "calibrates the time-dilation factor unless --tdf is given")
+    parser.add_argument("--web", action="store_true",
+                        help="serve the live web view on 127.0.0.1 (the URL, with its access "
+                             "token, is printed)")
+    parser.add_argument("--web-port", type=int, default=0, metavar="PORT",
+                        help="TCP port of --web (default: any free port)")
 
 
 # Defaults per fabric kind: (link rate, window). Circuit fabrics forward every multi-hop
@@ -134,7 +151,7 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     from common.pktring import check_frames
     from mrcnet.fabric.orchestrator import RunOptions
 
-    tdf = parse_tdf(args.tdf, args.switch)
+    tdf = parse_tdf(args.tdf or "1", args.switch)
     rate = args.rate or DEFAULTS[kind][0]
     ring = getattr(args, "rx_ring", None)
     if ring is not None:
@@ -217,8 +234,12 @@ def run(args: argparse.Namespace) -> int:
     from mrcnet.fabric.plan import PlanError
     from mrcnet.fabric.scenario import collect, run_scenario
     from mrcnet.fabric.workloads import WorkloadError, flows_for
+    from mrcnet.web.launch import start_web
     from topologies.loader import TopologyError, load
 
+    demo_tdf = args.demo and args.tdf is None  # the demo calibrates unless told a factor
+    args.tdf = args.tdf or ("auto" if demo_tdf else "1")
+    args.size = args.size or (DEMO_SIZE if args.demo else DEFAULT_SIZE)
     try:
         topo = load(args.topology)
         if topo.fabric.kind.value == "circuit":
@@ -261,9 +282,19 @@ def run(args: argparse.Namespace) -> int:
                    else "not verified: no probe was faithful, the last suggestion")
         _say(f"calibration: TDF {opts.tdf:g} ({verdict}; {len(calibration['probes'])} "
              f"probes, {calibration['seconds']:.0f} s)")
+        if demo_tdf:
+            opts.tdf = demo.with_margin(calibration)
+            _say(f"demo: TDF {opts.tdf:g} ({demo.margin_note(calibration)})")
+    if args.web:
+        opts.sample_interval = web_sample_interval(opts.tdf)
     fab = Fabric(opts)
+    web = None
+    display = LiveDisplay()
     try:
         fab.start()
+        if fab.sampler is not None:
+            fab.sampler.display = display
+        web = start_web(fab, args)  # --web: the page of this fabric
         res = run_scenario(fab, args.run, size, args.qp, events, args.duration, args.timeout,
                            extra=extra)
         _add_calibration(fab, res, calibration)
@@ -271,7 +302,13 @@ def run(args: argparse.Namespace) -> int:
             from mrcnet.fabric.cli_shell import FabricCLI
 
             print_summary(res, False)
-            FabricCLI(fab, size=size, qp_type=args.qp)
+            if args.demo:
+                print(demo.verdict_line(res, calibration, demo_tdf), flush=True)
+            display.open_prompt()
+            try:
+                FabricCLI(fab, size=size, qp_type=args.qp)
+            finally:
+                display.close_prompt()
             res = collect(fab, res["workloads"] + fab.cli_workloads, None)
             _add_calibration(fab, res, calibration)
     except (RuntimeError, PlanError, OSError) as exc:  # FabricError, switch start errors, ...
@@ -279,6 +316,16 @@ def run(args: argparse.Namespace) -> int:
         fab.stop()
         return 1
     finally:
+        if web is not None:
+            web.stop()
         fab.stop()
     print_summary(res, args.json)
+    if args.demo and not args.json:
+        print(demo.verdict_line(res, calibration, demo_tdf))
     return 0 if res["completed"] or not args.run else 1
+
+
+def web_sample_interval(tdf: float) -> float:
+    """With --web the live view samples every 0.5 wall seconds (the page updates at least
+    once a second whatever the dilation): 0.5 / TDF seconds of the run's clock."""
+    return 0.5 / max(1.0, tdf)

@@ -42,6 +42,7 @@ def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
 
     fab = Fabric(replace(opts, tdf=tdf, show=False,
                          results_root=opts.results_root / "calibration"))
+    fab.say = lambda text: None  # type: ignore[method-assign]  # one line per probe (calibrate)
     try:
         fab.start()
         assert fab.runner is not None

@@ -14,6 +14,8 @@
 - ``ctl COMMAND ...``: any ``mrcnet ctl`` command against this fabric's controller (the same
   commands, controller/commands.py; ``evs``, ``deny``, ``allow`` and ``link`` run through
   them too);
+- ``live [on|off]``: the live view's status line (the terminal's last row; without a
+  terminal, lines while a workload runs; mrcnet/fabric/livedisplay.py);
 - ``pingall`` (every host pings every other host's GID on every plane), ``iperf [A B]``
   (iperf3 -6, TCP, through the fabric) and ``pcap SWITCH PORT [stop]`` (capture a port).
 
@@ -27,6 +29,7 @@ import json
 import shlex
 import sys
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from mininet.cli import CLI
@@ -36,6 +39,7 @@ from controller.commands import CommandParseExit, command_parser, execute
 from mrcnet.fabric.captures import CaptureError
 from mrcnet.fabric.ctlclient import EV_PROFILE
 from mrcnet.fabric.failures import find_link
+from mrcnet.fabric.livedisplay import LiveDisplay
 from mrcnet.fabric.orchestrator import Fabric
 
 
@@ -73,8 +77,8 @@ class FabricCLI(CLI):  # type: ignore[misc]
         self.size = size
         self.qp_type = qp_type
         assert fab.mn is not None
-        print("fabric CLI: 'help' lists commands; link/port/plane/stats/ev/evs/run/deny/allow/pcap "
-              "and pingall/iperf (IPv6) are mrcnet's, the rest are Mininet's. 'exit' tears the "
+        print("fabric CLI: 'help' lists commands; link/port/plane/stats/ev/evs/run/deny/allow/pcap/"
+              "live and pingall/iperf (IPv6) are mrcnet's, the rest are Mininet's. 'exit' tears the "
               "fabric down.", flush=True)
         super().__init__(fab.mn.net, **kwargs)
 
@@ -211,13 +215,33 @@ class FabricCLI(CLI):  # type: ignore[misc]
             runner = self.fab.runner
             assert runner is not None
             wl = runner.submit(args[0], size, qp)
-            runner.wait(wl, 150, self.fab.check_alive)
+            live = self._live()
+            with live.workload() if live is not None else nullcontext():
+                runner.wait(wl, 150, self.fab.check_alive)
         except Exception as exc:
             self._say(f"run: {exc}")
             return
         summary = wl.summary()
         self.fab.cli_workloads.append(summary)
         self._say(summary_table([summary], self.fab.clock.dilated))
+
+    def _live(self) -> LiveDisplay | None:
+        display = getattr(self.fab.sampler, "display", None)
+        return display if isinstance(display, LiveDisplay) else None
+
+    def do_live(self, line: str) -> None:
+        """live [on|off]: the live view's status line (the terminal's last row; from a pipe,
+        lines while a workload runs)."""
+        live = self._live()
+        arg = line.strip()
+        if live is None or arg not in ("", "on", "off"):
+            self._say("usage: live [on|off]" if live is not None else
+                      "live: this fabric has no live view")
+            return
+        if arg:
+            live.set_on(arg == "on")
+        where = "status row" if live.row is not None else "lines while a workload runs"
+        self._say(f"live view {'on' if live.on else 'off'} ({where})")
 
     # -- Mininet habits over the hosts' kernel IPv6 stack (mrcnet/fabric/hostnet.py) --------
     def _address(self, name: str, plane: int = 0) -> str | None:

@@ -273,7 +273,17 @@ def serve(ctx: Context, args: dict[str, Any]) -> int:
     jobs_dir = Path(str(args["jobs_dir"]))
     jobs_dir.mkdir(parents=True, exist_ok=True)
     started: set[str] = set()
+    seen = -1
     while not (jobs_dir / "STOP").exists():
+        # The folder is listed only when its mtime moved (a job file was added): listing it
+        # every POLL_S cost the agent's interpreter more with every round's files. The file
+        # system's clock is coarse (files added in one tick share an mtime), so an mtime
+        # counts as seen only once it is a second old.
+        mtime = jobs_dir.stat().st_mtime_ns
+        if mtime == seen:
+            time.sleep(POLL_S)
+            continue
+        seen = mtime if time.time_ns() - mtime > 1_000_000_000 else -1
         for path in sorted(jobs_dir.glob("*.job.json")):
             if path.name in started:
                 continue

@@ -38,9 +38,11 @@ from typing import Any
 from common.lag import window
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
+from mrcnet.fabric.portstats import PortReading, PortTotals, port_readings
 from mrcnet.fabric.qptail import QpTail
 from topologies.model import NodeKind, Topology
 
+LINE_INTERVAL = 0.5  # seconds of the run's clock between two lines of the live view
 STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIED: "DENIED"}
 
 
@@ -98,10 +100,17 @@ class Sample:
     behind: float = 0.0  # largest fraction of the window a switch was behind schedule
     behind_switch: str = ""
     cc: dict[str, float] = field(default_factory=dict)  # QpTail.summary()
+    # Per port ("switch:port", non-zero only; mrcnet/fabric/portstats.py): bits/s sent and
+    # received across the emulated link, bytes queued at egress now, ports down now.
+    port_bps: dict[str, float] = field(default_factory=dict)
+    port_in_bps: dict[str, float] = field(default_factory=dict)
+    port_depth: dict[str, int] = field(default_factory=dict)
+    ports_down: list[str] = field(default_factory=list)
 
 
-StatsSource = Callable[[], pb.GetSwitchStatsResponse]
-"""Every switch's figures now (the orchestrator passes ``CtlClient.switch_stats``)."""
+StatsSource = Callable[..., pb.GetSwitchStatsResponse]
+"""Every switch's figures now (the orchestrator passes ``CtlClient.switch_stats``; asked with
+``detail=True``: per-port figures where the switch's kind has them, for the web view)."""
 
 
 class SampleError(RuntimeError):
@@ -125,6 +134,12 @@ class StatsSampler:
         self.tracker = tracker
         self.interval = interval
         self.show = show
+        # Where the status line goes (mrcnet/fabric/livedisplay.py sets it; default stderr).
+        self.display: Callable[[str], None] = _to_stderr
+        # At most one line per LINE_INTERVAL of the run's clock, however often it samples
+        # (mrcnet up --web samples every 0.5 wall seconds, many samples per virtual second).
+        self._line_t = float("-inf")
+        self._ports = PortTotals()
         self.t0 = tracker.t0
         self.samples: list[Sample] = []
         self.errors = 0
@@ -172,9 +187,13 @@ class StatsSampler:
         behind, behind_switch = 0.0, ""
         from common.lag_proto import timing_snapshot
 
-        for sw in self.stats().switches:
+        readings: dict[str, dict[int, PortReading]] = {}
+        for sw in self.stats(detail=True).switches:
             if sw.error:  # an unreadable switch is an error of the sample, never zeros
                 raise SampleError(f"{sw.name}: {sw.error}")
+            readings[sw.name] = (port_readings(sw.detail) if sw.HasField("detail") else
+                                 {port: PortReading(int(b), 0, 0, True)
+                                  for port, b in sw.egress_bytes.items()})
             if sw.has_timing:
                 snap = timing_snapshot(sw.timing)
                 prev = self._timing.get(sw.name)
@@ -190,6 +209,7 @@ class StatsSampler:
             ecn += sw.ecn_marks
         now = self.clock.now() - self.t0
         last, self._last = self._last, (now, delivered)
+        ports = self._ports.rates(readings, now - last[0] if last is not None else 1.0)
         if last is None:
             return None
         dt = max(1e-6, now - last[0])
@@ -200,18 +220,29 @@ class StatsSampler:
             self.qps.poll()
             cc = self.qps.summary()
         s = Sample(now, bps, drops, trims, ecn, bad, list(delivered), round(behind, 4),
-                   behind_switch, cc)
+                   behind_switch, cc, ports.egress_bps, ports.ingress_bps, ports.depth_bytes,
+                   ports.down)
         self.samples.append(s)
-        if self.show:
-            planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(bps))
-            unit = "virtual s" if self.clock.dilated else "s"
-            late = f" | behind {behind:.0%} ({behind_switch})" if behind > 0.01 else ""
-            cc_txt = ""
-            if cc:
-                cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
-                          f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
-                          f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
-                          f"pen {cc['penalty_max']:.0f}")
-            print(f"[{now:6.2f} {unit}] Mb/s {planes_txt} | EV bad {bad:3d} | drops {drops} "
-                  f"trims {trims} ecn {ecn}{late}{cc_txt}", file=sys.stderr, flush=True)
+        if self.show and s.t - self._line_t >= 0.9 * LINE_INTERVAL:
+            self._line_t = s.t
+            self.display(self.status_line(s))
         return s
+
+    def status_line(self, s: Sample) -> str:
+        """The live view's one line for sample ``s``."""
+        planes_txt = " ".join(f"p{i}={v / 1e6:6.1f}" for i, v in enumerate(s.plane_bps))
+        unit = "virtual s" if self.clock.dilated else "s"
+        late = f" | behind {s.behind:.0%} ({s.behind_switch})" if s.behind > 0.01 else ""
+        cc_txt = ""
+        cc = s.cc
+        if cc:
+            cc_txt = (f" | {cc['qps']:.0f} QPs cwnd {cc['cwnd_min'] / 1024:.0f}/"
+                      f"{cc['cwnd_mean'] / 1024:.0f}/{cc['cwnd_max'] / 1024:.0f} KiB "
+                      f"rtt {cc['srtt_mean'] * 1e3:.1f} ms ecn {cc['ecn']:.0f} "
+                      f"pen {cc['penalty_max']:.0f}")
+        return (f"[{s.t:6.2f} {unit}] Mb/s {planes_txt} | EV bad {s.ev_bad:3d} | drops "
+                f"{s.drops} trims {s.trims} ecn {s.ecn}{late}{cc_txt}")
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -126,8 +126,12 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "cc_calibration": fab.calibration,
     }
     wall_t0 = time.time() - (time.monotonic() - fab.tracker.t0)
+    t0 = fab.tracker.t0
+    spans = [(w["started"] - t0, w["started"] - t0 + w["seconds"]) for w in summaries
+             if "started" in w]
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
-                         fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf, wall_t0)
+                         fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf, wall_t0,
+                         workloads=spans)
     out["plots"] = [str(p) for p in plots]
     results.write_json(fab.run_dir, out)
     return out

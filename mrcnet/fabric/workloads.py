@@ -172,6 +172,7 @@ class Workload:
             "errors": errors[:20],
             "retransmitted_packets": rtx,
             "seconds": (self.finished or self.clock()) - self.started,
+            "started": self.started,  # the run's clock (the plots' workload windows)
             "goodput_bps": round(goodput),
             "makespan_s": span,
             "capacity_bps": self.capacity_bps,

@@ -62,7 +62,8 @@ def test_plots_are_written_without_warnings(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         paths = plot(tmp_path, _samples(), EVENTS, [], planes=2, wall_t0=wall0)
-    assert [p.name for p in paths] == ["goodput.png", "ev_states.png", "retransmissions.png"]
+    assert [p.name for p in paths] == ["overview.png", "goodput.png", "ev_states.png",
+                                       "retransmissions.png"]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -73,7 +74,7 @@ def test_legend_has_one_entry_per_failure_kind_outside_the_axes(tmp_path: Path) 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mrcnet.fabric.results import _finish
+    from mrcnet.fabric.plotkit import finish as _finish
 
     fig, ax = plt.subplots()
     ax.plot([0, 9], [0, 1], label="plane 0")
@@ -84,3 +85,53 @@ def test_legend_has_one_entry_per_failure_kind_outside_the_axes(tmp_path: Path) 
     legend_box = ax.get_legend().get_window_extent()
     assert legend_box.x0 >= ax.get_window_extent().x1  # right of the axes
     plt.close(fig)
+
+
+def test_windows_leave_out_the_idle_time_between_workloads() -> None:
+    from mrcnet.fabric.plotkit import PAD, windows
+
+    # a scenario 0.5-8.2 s with a flap inside it, a minute at the prompt, a CLI run 70-72 s
+    spans = windows([(0.5, 3.0), (3.1, 8.2), (70.0, 72.0)],
+                    [{"t": 2.0, "link": "x", "up": False}, {"t": 5.0, "link": "x", "up": True}],
+                    0.0, 90.0)
+    assert spans == [(0.5 - PAD, 8.2 + PAD), (70.0 - PAD, 72.0 + PAD)]
+    assert windows(None, [], 0.0, 9.0) == [(0.0, 9.0)]  # no workload: the sampled span
+    # a link event outside every workload widens the window it is near, or makes its own
+    assert windows([(1.0, 2.0)], [{"t": 3.5, "link": "x", "up": False}], 0.0, 9.0) == [
+        (1.0 - PAD, 3.5 + PAD)]
+
+
+def test_retransmissions_by_trigger_sum_every_writer_qp(tmp_path: Path) -> None:
+    from mrcnet.fabric.plotkit import retransmissions_by_trigger
+
+    wall0 = 1_700_000_000.0
+    for host, qpn, counts in (("h0", 3, [(0, 0), (2, 1), (5, 1)]), ("h1", 5, [(1, 0), (1, 4)])):
+        d = tmp_path / "jobs" / host
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{qpn}-writer.job.json").write_text(json.dumps({"qp_type": "MRC"}))
+        (d / f"f{qpn}-writer.result.json").write_text(json.dumps({"qpn": qpn}))
+        w = QlogWriter(tmp_path / "qlog", host, t0=0.0)
+        w.reference_ms = wall0 * 1000.0
+        for i, (nack, probe) in enumerate(counts):
+            w.event(qpn, "mrc:qp_metrics", {"rtx_nack": nack, "rtx_probe": probe,
+                                            "rtx_ack_timeout": 0}, float(i))
+        w.close()
+    series = retransmissions_by_trigger(tmp_path, wall0)
+    assert set(series) == {"nack", "probe"}  # a trigger that never fired is left out
+    assert series["nack"][-1][1] == 5 + 1  # h0's last 5 + h1's last 1
+    assert series["probe"][-1][1] == 1 + 4
+    assert [t for t, _ in series["nack"]] == sorted(t for t, _ in series["nack"])
+
+
+def test_overview_shows_the_busiest_port_of_the_windows(tmp_path: Path) -> None:
+    from mrcnet.fabric.plotkit import busiest_port
+
+    samples = [Sample(0.5 * i, [1e6, 2e6], 0, 0, 0, 0, [i, i],
+                      port_depth={"p0-leaf0:3": 1000 * i, "p1-leaf1:2": 30000 if i == 2 else 0})
+               for i in range(20)]
+    assert busiest_port(samples) == "p1-leaf1:2"
+    assert busiest_port(samples, (5.0, 10.0)) == "p0-leaf0:3"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = plot(tmp_path, samples, EVENTS, [], planes=2, workloads=[(1.0, 4.0), (7.0, 9.0)])
+    assert (tmp_path / "overview.png") in paths
