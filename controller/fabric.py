@@ -1,9 +1,10 @@
 """Fabric operations: topology view, link state, optical circuits.
 
-The controller talks to switches through a ``FabricBackend``. ``InMemoryFabric`` records the
-requested state (what the controller believes the fabric should be); the P4Runtime/switch
-admin backend that programs real switches plugs in behind the same protocol later. Requests
-are validated against the topology before the backend sees them.
+The controller talks to switches through a ``FabricBackend``: ``SwitchFabric``
+(controller/southbound.py) programs and operates real switches of any kind through their
+drivers; ``InMemoryFabric`` only records the requested state (a controller started without
+``--switches``, and unit tests). Requests are validated against the topology before the
+backend sees them.
 """
 
 from __future__ import annotations
