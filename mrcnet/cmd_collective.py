@@ -14,9 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
+
+if TYPE_CHECKING:
+    from mrcnet.fabric.calibrate import Probe, ProbeResult
 
 DEFAULT_DEGREE = {"rd": 1, "swing": 2, "ring": 1}
 DEFAULT_SCHEDULES = ("static", "every-step", "harvest")
@@ -130,18 +133,18 @@ def fab_time_unit(fab: Any) -> str:
     return "s" if tdf in (1, None) else f"virtual s, TDF {tdf}"
 
 
-def tdf_probe(spec: dict[str, Any]) -> Any:
+def tdf_probe(spec: dict[str, Any]) -> Probe:
     """``--tdf auto`` on a circuit fabric: a probe (mrcnet/fabric/calibrate.py) is one fabric
     at the factor running the model calibration (the same steps the schedules run), judged by
     its fidelity verdict."""
     from dataclasses import replace
 
+    from mrcnet.fabric.calibrate import probe_result
     from mrcnet.fabric.collectives import CollectiveDriver
-    from mrcnet.fabric.fidelity import nice_tdf
     from mrcnet.fabric.orchestrator import Fabric
 
-    def probe(opts: Any, tdf: float, _workload: str, _size: int, _qp: str,
-              timeout: float, _extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
+              timeout: float, extra: dict[str, Any] | None = None) -> ProbeResult:
         fab = Fabric(replace(opts, tdf=tdf, show=False,
                              results_root=opts.results_root / "calibration"))
         fab.say = lambda text: None  # type: ignore[method-assign]  # one line per probe
@@ -152,14 +155,8 @@ def tdf_probe(spec: dict[str, Any]) -> Any:
             run = driver.calibration_run
         finally:
             fab.stop()
-        fid = (run.fidelity if run is not None else None) or {}
-        faithful = bool(fid.get("faithful"))
-        return {"tdf": tdf, "completed": True, "faithful": faithful,
-                "max_lag_fraction": fid.get("max_lag_fraction"), "slowest": fid.get("slowest"),
-                "goodput_fraction": None,
-                "suggested_tdf": None if faithful else (fid.get("suggested_tdf")
-                                                        or nice_tdf(tdf * 2)),
-                "results_dir": str(fab.run_dir)}
+        return probe_result(tdf, run is not None, run.fidelity if run is not None else None,
+                            None, str(fab.run_dir))
 
     return probe
 
@@ -183,6 +180,7 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         print("mrcnet up: needs root (network namespaces, veth links, raw sockets); "
               "run it with sudo", file=sys.stderr)
         return 2
+    found: dict[str, Any] | None = None
     if args.tdf.strip().lower() == "auto":
         from mrcnet.fabric.calibrate import calibrate
 
@@ -204,6 +202,8 @@ def run(args: argparse.Namespace, topo: Any, options: Any) -> int:
         fab.start()
         web = start_web(fab, args)  # --web: circuits and steps as they happen
         res = run_on(fab, spec, args.timeout)
+        if found is not None:
+            res["tdf_calibration"] = found  # the probes behind the factor the runs used
     except (RuntimeError, HarvestError, RunError, OSError) as exc:
         print(f"mrcnet up: {exc}", file=sys.stderr)
         return 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol, TypedDict
 
 from mrcnet.fabric.fidelity import MIN_STEP, nice_tdf
 
@@ -34,8 +34,42 @@ def _grid_between(lo: float, hi: float) -> list[float]:
     return out
 
 
+class ProbeResult(TypedDict):
+    """What one probe found; ``faithful`` is true only on a measured, faithful verdict."""
+
+    tdf: float
+    completed: bool
+    faithful: bool
+    max_lag_fraction: float | None
+    slowest: str | None
+    goodput_fraction: float | None
+    suggested_tdf: float | None
+    results_dir: str
+
+
+class Probe(Protocol):
+    """The one signature of a calibration probe, for packet and circuit fabrics alike."""
+
+    def __call__(self, opts: Any, tdf: float, workload: str, size: int, qp_type: str,
+                 timeout: float, extra: dict[str, Any] | None = None) -> ProbeResult: ...
+
+
+def probe_result(tdf: float, completed: bool, fidelity: dict[str, Any] | None,
+                 goodput_fraction: float | None, results_dir: str) -> ProbeResult:
+    """A probe's verdict from a run's fidelity figures: faithful only when the verdict is a
+    measured ``True`` (``None``, no measurement, counts as not faithful)."""
+    fid = fidelity or {}
+    faithful = completed and fid.get("faithful") is True
+    suggested = fid.get("suggested_tdf") or nice_tdf(tdf * 2)
+    return {"tdf": tdf, "completed": completed, "faithful": faithful,
+            "max_lag_fraction": fid.get("max_lag_fraction"), "slowest": fid.get("slowest"),
+            "goodput_fraction": goodput_fraction,
+            "suggested_tdf": None if faithful else float(suggested),
+            "results_dir": results_dir}
+
+
 def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
-          timeout: float, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+          timeout: float, extra: dict[str, Any] | None = None) -> ProbeResult:
     """One fabric at ``tdf``, one round of ``workload`` (its job fields ``extra``, e.g. the
     WriteImm mode of ``--wimm``); the fidelity figures."""
     from mrcnet.fabric.orchestrator import Fabric
@@ -51,28 +85,21 @@ def probe(opts: Any, tdf: float, workload: str, size: int, qp_type: str,
         summary = wl.summary()
     finally:
         fab.stop()
-    fid = summary.get("fidelity") or {}
-    completed = bool(summary["completed"])
-    faithful = completed and bool(fid.get("faithful"))
-    suggested = fid.get("suggested_tdf") or (None if faithful else nice_tdf(tdf * 2))
-    return {"tdf": tdf, "completed": completed, "faithful": faithful,
-            "max_lag_fraction": fid.get("max_lag_fraction"), "slowest": fid.get("slowest"),
-            "goodput_fraction": summary.get("goodput_fraction"),
-            "suggested_tdf": None if faithful else suggested,
-            "results_dir": str(fab.run_dir)}
+    return probe_result(tdf, bool(summary["completed"]), summary.get("fidelity"),
+                        summary.get("goodput_fraction"), str(fab.run_dir))
 
 
 def calibrate(opts: Any, workload: str, size: int, qp_type: str = "MRC",
               timeout: float = 60.0, max_probes: int = DEFAULT_PROBES,
               say: Callable[[str], None] | None = None,
-              run_probe: Callable[..., dict[str, Any]] = probe,
+              run_probe: Probe = probe,
               extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The calibration (see the module docstring): {"tdf", "verified", "probes", "seconds"};
     the probes run ``workload`` with the run's own job fields ``extra``."""
     say = say or (lambda _text: None)
     size = min(size, PROBE_BYTES)
     t0 = time.monotonic()
-    probes: list[dict[str, Any]] = []
+    probes: list[ProbeResult] = []
     lo: float | None = None  # largest unfaithful factor
     hi: float | None = None  # smallest faithful factor
     nxt = 1.0

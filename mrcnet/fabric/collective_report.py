@@ -12,6 +12,14 @@ from typing import Any
 from mrcnet.fabric.collectives import Calibration, Outcome
 
 
+def combined(verdicts: Sequence[bool | None]) -> bool | None:
+    """All runs' verdict: false when one was false, true only when every run was measured
+    true, otherwise (a run without evidence, or no run) None."""
+    if any(v is False for v in verdicts):
+        return False
+    return True if verdicts and all(v is True for v in verdicts) else None
+
+
 def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
             spec: dict[str, Any]) -> dict[str, Any]:
     """One object named as ``mrcnet harvest --json`` names things."""
@@ -29,8 +37,8 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
             "verified": o.verified,
             "faithful": o.faithful,
         }
-    verdicts = [o.faithful for o in outcomes if o.faithful is not None]
-    out["faithful"] = all(verdicts) if verdicts else None
+    out["faithful"] = combined([o.faithful for o in outcomes])
+    out["verified"] = combined([o.verified for o in outcomes])
     out["tdf"] = outcomes[0].fidelity["tdf"] if outcomes and outcomes[0].fidelity else None
     if outcomes:
         best = min(o.model_s for o in outcomes)

@@ -68,14 +68,20 @@ class Outcome:
     reconfigurations: int
     verified: bool | None
     gpus: list[dict[str, Any]]
-    dark_drops: int = 0
+    dark_drops: int | None = 0  # frames dropped on dark ports during this run; None: unreadable
     started: float = 0.0  # A_1 (run clock)
     records: list[dict[str, Any]] = field(default_factory=list)
     fidelity: dict[str, Any] | None = None  # mrcnet/fabric/fidelity.py: did every process keep up
+    errors: list[str] = field(default_factory=list)  # figures the report could not read
 
     @property
     def faithful(self) -> bool | None:
-        return None if self.fidelity is None else bool(self.fidelity["faithful"])
+        """The measured verdict: None when there was no monitor or not every process was
+        measured (the fidelity report's ``reason`` says which)."""
+        if self.fidelity is None:
+            return None
+        value = self.fidelity.get("faithful")
+        return None if value is None else bool(value)
 
     @property
     def model_s(self) -> float:
@@ -93,6 +99,7 @@ class Outcome:
             "faithful": self.faithful,
             "fidelity": self.fidelity,
             "dark_drops": self.dark_drops,
+            "errors": self.errors,
             "steps": [s.to_json() for s in self.steps],
             "timeline": self.records,
             "forwarded_packets": sum(g.get("router", {}).get("forwarded", 0) for g in self.gpus),
@@ -159,6 +166,7 @@ class CollectiveDriver:
             intervals=[pb.CircuitSet(circuits=c) for c in circuits],
             step_interval=[st["interval"] for st in plan["steps"]])
         mark = fab.fidelity.mark() if fab.fidelity is not None else None
+        drops_before = self._dark_drops()
         fab.ctl.fabric.StartCollective(req, timeout=30)
         controller = f"unix:{fab.sock_dir / 'ctl.sock'}"
         for rank, gpu in enumerate(self.ranks):
@@ -175,6 +183,13 @@ class CollectiveDriver:
             raise CollectiveError(f"collective {tag}: {state.error or '; '.join(errors[:4])} "
                                   f"(GPU results in {fab.run_dir / 'jobs'})")
         out = self._outcome(tag, plan, state, results)
+        drops_after = self._dark_drops()
+        if isinstance(drops_before, int) and isinstance(drops_after, int):
+            out.dark_drops = drops_after - drops_before
+        else:
+            out.dark_drops = None
+            out.errors.append(next(d for d in (drops_before, drops_after)
+                                   if isinstance(d, str)))
         if mark is not None:
             out.fidelity = assess(fab.clock.tdf, mark, fab.fidelity.mark(),
                                   agent_windows(list(zip(self.ranks, results))))
@@ -223,7 +238,7 @@ class CollectiveDriver:
                      "dark_end_s": r.dark_end_s} for r in recs]
         return Outcome(tag, plan, steps, recs[s].last_arrival_s - recs[0].last_arrival_s,
                        state.reconfigurations, verified, results,
-                       dark_drops=self._dark_drops(), started=recs[0].last_arrival_s,
+                       started=recs[0].last_arrival_s,
                        records=timeline)
 
     def _readback_matches(self, rec: pb.StepRecord,
@@ -238,16 +253,17 @@ class CollectiveDriver:
         got = {x.in_port: x.out_port for x in rec.readback}
         return got == expect
 
-    def _dark_drops(self) -> int:
-        """Frames the OCS dropped on dark (or unconnected) ports so far (its P4 counters,
-        read by the controller)."""
+    def _dark_drops(self) -> int | str:
+        """Frames the OCS dropped on dark (or unconnected) ports over the fabric's life (its
+        P4 counters, read by the controller), or why they could not be read: a run reports
+        the difference, never a zero it did not read."""
         import grpc
 
         ocs = next(iter(self.fab.mn.switches))
         try:
             cells = self.fab.ctl.read_counter(ocs, "OcsIngress.dark_drops")
-        except grpc.RpcError:
-            return 0
+        except grpc.RpcError as exc:
+            return f"dark_drops of {ocs} unreadable: {exc.code().name} {exc.details()}"
         return sum(pkts for pkts, _b in cells.values())
 
     # -- plans ---------------------------------------------------------------------------

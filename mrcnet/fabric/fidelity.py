@@ -24,7 +24,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from common.lag import FAITHFUL_LAG_FRACTION, window
 from common.vclock import RunClock
@@ -131,24 +131,30 @@ class FidelityMonitor:
         """Nothing to release (the controller client is the orchestrator's)."""
 
 
-def agent_windows(results: list[tuple[str, dict[str, Any]]]) -> dict[str, tuple[Any, Any]]:
+AgentWindow: TypeAlias = "tuple[Any, Any] | str"
+"""A host's (start, end) lag snapshots, or why it has none (then the verdict stays open)."""
+
+
+def agent_windows(results: list[tuple[str, dict[str, Any]]]) -> dict[str, AgentWindow]:
     """Per host, the (earliest start, latest end) lag snapshots of its jobs' results, from
-    (host, job result) pairs."""
-    out: dict[str, tuple[Any, Any]] = {}
+    (host, job result) pairs; a host none of whose results carries them maps to the reason."""
+    out: dict[str, tuple[Any, Any] | str] = {}
     for host, res in results:
         timing = res.get("timing")
         if not isinstance(timing, dict) or "start" not in timing or "end" not in timing:
+            out.setdefault(host, "its job results carry no lag-meter snapshots")
             continue
         start, end = timing["start"], timing["end"]
-        if host in out:
-            s0, e0 = out[host]
+        prev = out.get(host)
+        if isinstance(prev, tuple):
+            s0, e0 = prev
             start = start if start["t"] < s0["t"] else s0
             end = end if end["t"] > e0["t"] else e0
         out[host] = (start, end)
     return out
 
 
-def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, Any]],
+def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, AgentWindow],
            goodput_fraction: float | None = None, cores: int | None = None) -> dict[str, Any]:
     """The fidelity figures of the interval between two marks (see the module docstring)."""
     cores = cores or machine_cores()
@@ -157,7 +163,12 @@ def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, 
     for name, snap in last.switches.items():
         w = window(first.switches.get(name), snap)
         procs[name] = {"kind": "switch", **_figures(w)}
-    for host, (start, end) in agents.items():
+    unmeasured = {**first.unmeasured, **last.unmeasured}
+    for host, span in agents.items():
+        if isinstance(span, str):
+            unmeasured[f"agent-{host}"] = span
+            continue
+        start, end = span
         procs[f"agent-{host}"] = {"kind": "agent", **_figures(window(start, end))}
     total_cpu = 0.0
     for name, cpu in last.cpu.items():
@@ -171,7 +182,6 @@ def assess(tdf: float, first: Mark, last: Mark, agents: Mapping[str, tuple[Any, 
     slowest = max(metered, key=lambda n: (metered[n]["lag_fraction"],
                                           metered[n]["busy_fraction"]), default=None)
     worst = metered[slowest]["lag_fraction"] if slowest is not None else 0.0
-    unmeasured = {**first.unmeasured, **last.unmeasured}
     # a process that was not measured leaves the verdict open, whatever the others did
     faithful: bool | None = worst <= FAITHFUL_LAG_FRACTION
     if faithful and (unmeasured or slowest is None):
@@ -218,9 +228,11 @@ def _figures(w: dict[str, Any]) -> dict[str, Any]:
 
 def verdict(summary: Mapping[str, Any]) -> dict[str, Any]:
     """``{"faithful", "max_lag_fraction"}`` of a workload summary (``Workload.summary()``):
-    not faithful and no fraction when the run had no fidelity monitor (BMv2)."""
+    ``None`` (no evidence) when the run had no fidelity monitor (BMv2) or not every process
+    was measured."""
     report = summary.get("fidelity") or {}
-    return {"faithful": bool(report.get("faithful")),
+    value = report.get("faithful")
+    return {"faithful": None if value is None else bool(value),
             "max_lag_fraction": report.get("max_lag_fraction")}
 
 

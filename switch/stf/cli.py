@@ -6,6 +6,8 @@ JSON instead, for one test). ``--target bmv2`` runs simple_switch, ``both`` runs
 a program passes only when it passes on each. ``--json`` prints one object:
 {"programs": {NAME: "pass"|"fail"|"unsupported"}, "passed": N, "failed": N,
 "unsupported": N} (with ``both``, also "targets": {target: {NAME: status}}).
+Exit status: 0 when every program passed, 1 when one failed, 3 when none failed but some
+were refused as unsupported (0 then with ``--allow-unsupported``).
 """
 
 from __future__ import annotations
@@ -117,6 +119,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build", type=Path, help="keep compiled programs and BMv2 logs here")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compilations")
     parser.add_argument("-k", dest="match", default="", help="only tests whose name contains this")
+    parser.add_argument("--allow-unsupported", action="store_true",
+                        help="exit 0 when nothing failed, even if some programs were refused "
+                             "as unsupported (by default only an all-pass run exits 0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,4 +170,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{len(tests)} programs ({'+'.join(targets)}): {counts['pass']} passed, "
               f"{counts['fail']} failed, {counts['unsupported']} unsupported")
-    return 0 if counts["fail"] == 0 else 1
+    if counts["fail"]:
+        return 1
+    if counts["unsupported"] and not args.allow_unsupported:
+        return 3  # nothing failed, but not everything was tested
+    return 0

@@ -145,25 +145,25 @@ def test_mutual_tls(tmp_path: Path) -> None:
             f"/CN={cn}",
         )
         ext = tmp_path / f"{name}.ext"
-        ext.write_text("subjectAltName=DNS:localhost\n")
+        ext.write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
         run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
             "-out", f"{name}.pem", "-days", "1", "-extfile", str(ext))  # fmt: skip
     t = lambda n: str(tmp_path / n)  # noqa: E731
     srv = start(
-        ServerConfig(tcp="localhost:0", tls=(t("server.pem"), t("server.key"), t("ca.pem")))
+        ServerConfig(tcp="127.0.0.1:0", tls=(t("server.pem"), t("server.key"), t("ca.pem")))
     )
     try:
         with open_channel(srv.address, tls=(t("client.pem"), t("client.key"), t("ca.pem"))) as ch:
             assert (
                 pb_grpc.MrcCtlStub(ch)
-                .QueryVersion(pb.QueryVersionRequest(), timeout=5)
+                .QueryVersion(pb.QueryVersionRequest(), timeout=30)
                 .current_version
             )
         # without a client certificate the handshake fails
         creds = grpc.ssl_channel_credentials(root_certificates=(tmp_path / "ca.pem").read_bytes())
         with grpc.secure_channel(srv.address, creds) as anon:
             code = status(
-                lambda: pb_grpc.MrcCtlStub(anon).QueryVersion(pb.QueryVersionRequest(), timeout=5)
+                lambda: pb_grpc.MrcCtlStub(anon).QueryVersion(pb.QueryVersionRequest(), timeout=30)
             )
             assert code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED)
     finally:

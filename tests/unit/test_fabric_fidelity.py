@@ -53,8 +53,30 @@ def test_agent_windows_span_all_jobs_of_a_host() -> None:
     a = {"timing": {"start": {"t": 1.0}, "end": {"t": 3.0}}}
     b = {"timing": {"start": {"t": 0.5}, "end": {"t": 2.0}}}
     w = agent_windows([("h0", a), ("h0", b), ("h1", {"errors": ["no timing"]})])
-    assert list(w) == ["h0"]
+    assert list(w) == ["h0", "h1"]
     assert w["h0"][0]["t"] == 0.5 and w["h0"][1]["t"] == 3.0
+    assert isinstance(w["h1"], str)  # no snapshots: a reason, not a window
+
+
+def test_faithful_is_not_true_without_a_measurement_of_every_process() -> None:
+    """No evidence, no verdict: a run with nothing measured, an unreadable switch or an agent
+    without lag snapshots is ``faithful: None`` with the reason, never ``True``."""
+    nothing = assess(1.0, Mark(t=0.0, wall=0.0), Mark(t=1.0, wall=1.0), {}, cores=2)
+    assert nothing["faithful"] is None and nothing["reason"] == "no process was measured"
+    assert warning(nothing) == "fidelity unknown: no process was measured"
+    meter = LagMeter(0.0, tolerance=1e-3)
+    first = Mark(t=0.0, wall=0.0, switches={"s1": meter.snapshot(0.0)})
+    _run(meter, None)
+    last = Mark(t=10.0, wall=10.0, switches={"s1": meter.snapshot(10.0)},
+                unmeasured={"s2": "unreadable: UNAVAILABLE"})
+    rep = assess(1.0, first, last, {}, cores=2)
+    assert rep["faithful"] is None and "s2: unreadable" in rep["reason"]
+    whole = Mark(t=10.0, wall=10.0, switches={"s1": meter.snapshot(10.0)})
+    agents = agent_windows([("h0", {"errors": ["crashed"]})])
+    rep = assess(1.0, first, whole, agents, cores=2)
+    assert rep["faithful"] is None and "agent-h0" in rep["reason"]
+    # the same run with every process measured on time is faithful
+    assert assess(1.0, first, whole, {}, cores=2)["faithful"] is True
 
 
 def test_cpu_seconds_reads_this_process() -> None:
@@ -92,5 +114,6 @@ def test_the_verdict_of_a_workload_summary() -> None:
     assert verdict({"fidelity": {"faithful": True, "max_lag_fraction": 0.002}}) == {
         "faithful": True, "max_lag_fraction": 0.002}
     # no monitor (BMv2): never called faithful
-    assert verdict({"fidelity": None}) == {"faithful": False, "max_lag_fraction": None}
-    assert verdict({}) == {"faithful": False, "max_lag_fraction": None}
+    assert verdict({"fidelity": None}) == {"faithful": None, "max_lag_fraction": None}
+    assert verdict({}) == {"faithful": None, "max_lag_fraction": None}
+    assert verdict({"fidelity": {"faithful": None, "max_lag_fraction": 0.0}})["faithful"] is None
