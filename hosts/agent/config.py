@@ -107,6 +107,12 @@ CORE_KNOBS: dict[str, tuple[type, float, float, bool]] = {
     "ack_backoff_cap": (int, 1, 1 << 30, False),  # ACK-timeout backoff stops at T x this
     "mpr_budget": (int, 0, 1 << 24, False),  # Dynamic MPR: tracking PSNs shared (0: off)
     "mpr_interval": (float, 1e-5, 10.0, False),  # ... recomputed this often (s)
+    # receive resources (0: unlimited): out-of-order PSNs held per responder QP / per host
+    # (NACK NO_BITMAP beyond), their payload bytes per QP / per host (NACK NO_PKT_BUFFER)
+    "rx_bitmap_qp": (int, 0, 1 << 24, False),
+    "rx_bitmap_host": (int, 0, 1 << 30, False),
+    "rx_buffer_qp": (int, 0, 1 << 40, False),
+    "rx_buffer_host": (int, 0, 1 << 40, False),
 }
 
 

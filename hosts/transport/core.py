@@ -20,6 +20,7 @@ from hosts.transport.mpr import MprPolicy, MprUse, SharedBitmap
 from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, ts16, ts_elapsed
 from hosts.transport.qp import Qp
+from hosts.transport.rxres import RxPool
 from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
@@ -69,6 +70,7 @@ class HostCore:
             raise ValueError("port GIDs are 16-byte IPv6 addresses")
         self.config = config
         self.memory = MemoryTable()
+        self.rx_pool = RxPool(config.rx_bitmap_host, config.rx_buffer_host)
         self.events: deque[Event] = deque()
         self.stats: dict[str, int] = {}
         self._retired: dict[str, int] = {}  # event counters of destroyed QPs (host totals)
@@ -339,6 +341,7 @@ class HostCore:
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
         add_counts(self._retired, self._qp_counters(qp))
+        qp.release_rx()
         del self._qps[qpn]
         self._path_version += 1
         self._mpr_qps.discard(qpn)

@@ -51,6 +51,8 @@ GAUGES = frozenset({
     "timeout_max_interval_us",
     "wimm_inflight_max",
     "wimm_open_max",
+    "rx_bitmap_held_max",
+    "rx_buffer_held_max",
 })
 
 

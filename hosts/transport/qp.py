@@ -28,6 +28,7 @@ from hosts.transport.profiles import CcProfile, EvProfile
 from hosts.transport.psn import MPR_UNIT
 from hosts.transport.requester import Requester
 from hosts.transport.responder import Responder
+from hosts.transport.rxres import RxPool
 from hosts.transport.spray import SPRAY_POLICIES
 from hosts.transport.types import (
     AsyncEvent,
@@ -309,6 +310,7 @@ class Qp:
                 rq_psn=a.rq_psn,
                 mpr_psns=a.mpr_dest * MPR_UNIT,
                 max_wimm_dest=a.max_wimm_dest,
+                pool=self.host.rx_pool,
             )
             self._bind_rx()
         if new == QpState.RTS and cur == QpState.RTR:
@@ -435,7 +437,13 @@ class Qp:
     def _no_requester(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
         self.count("rx_dropped_state")
 
+    def release_rx(self) -> None:
+        """Return the receive resources the responder holds to the host (rxres.py)."""
+        if self.resp is not None:
+            self.resp.release_all()
+
     def _reset(self) -> None:
+        self.release_rx()
         self.__init__(  # type: ignore[misc]
             self.host,
             self.qpn,
@@ -453,6 +461,7 @@ class Qp:
             return
         old = self.state
         self.state = QpState.ERR
+        self.release_rx()
         self.attr.qp_state = QpState.ERR
         req = self.req
         if req is not None:
@@ -633,6 +642,7 @@ class QpHost(Protocol):
     config: HostConfig
     memory: MemoryTable
     events: deque[Event]
+    rx_pool: RxPool  # the host's receive resources (rxres.py)
 
     @property
     def port_status_mask(self) -> int: ...

@@ -12,6 +12,11 @@ while holes exist), a duplicate, the AckReq bit, ECN-CE (m=SKIP_ONCE) and a prob
 The 64-bit bitmap starts at cack+1 (the oldest gaps) unless every received PSN there was
 already reported, in which case it starts at the oldest unreported PSN, so every arrival is
 reported at least once.
+
+Receive resources (``rxres.py``): with limits set, an out-of-order packet (beyond cack+1)
+takes one bitmap entry and its payload bytes of packet buffer, of the QP's and of the host's
+``RxPool``, until the cumulative ACK passes it; one that would exceed a limit is dropped and
+NACKed (NO_BITMAP, NO_PKT_BUFFER). Without limits the per-packet path only tests a flag.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from hosts.transport.psn import (
     trailing_ones,
     unwrap16,
 )
+from hosts.transport.rxres import RxPool, limit
 from hosts.transport.types import (
     AsyncEvent,
     AsyncEventKind,
@@ -97,6 +103,7 @@ class Responder:
         rq_psn: int,
         mpr_psns: int,
         max_wimm_dest: int,
+        pool: RxPool | None = None,
     ) -> None:
         self.qp = qp
         self.memory = memory
@@ -138,6 +145,21 @@ class Responder:
         self.span_peak = 0  # largest tracking span (highest - cack) since the MPR policy read it
         self.penalty = cfg.rx_penalty & 0x7F  # host backpressure (CC_STATE rcv_cwnd_pen)
         self.restore = False
+        # receive resources: out-of-order PSNs held and their payload bytes (this QP's and
+        # the host's pool); the sizes ring (by PSN) exists only when a limit is set
+        self.pool = pool if pool is not None else RxPool()
+        self.bm_max = limit(cfg.rx_bitmap_qp)
+        self.buf_max = limit(cfg.rx_buffer_qp)
+        self.limited = cfg.rx_bitmap_qp > 0 or cfg.rx_buffer_qp > 0 or self.pool.limited
+        self.held = 0
+        self.held_bytes = 0
+        self.held_max = 0  # peaks, for qp_stats
+        self.held_bytes_max = 0
+        size = 1
+        while size < mpr_psns + 1:
+            size <<= 1
+        self.h_mask = size - 1
+        self.h_size = [0] * size if self.limited and not rc else []
 
     # -- data ---------------------------------------------------------------------------
     def on_data(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
@@ -182,7 +204,12 @@ class Responder:
                 )
                 self._nack(reason, psn, meta, ts)
             return
-        if not self._place(pkt, meta, now, psn, ts):
+        if rel and self.limited:
+            size = len(pkt.payload)
+            if self._refuse(size, psn, meta, ts) or not self._place(pkt, meta, now, psn, ts):
+                return
+            self._hold(psn, size)
+        elif not self._place(pkt, meta, now, psn, ts):
             return
         self.rbits |= bit
         self.unrep |= bit
@@ -199,6 +226,8 @@ class Responder:
             t = trailing_ones(self.rbits)
             self.rbits >>= t
             self.unrep >>= t
+            if t > 1 and self.limited:
+                self._release(cack + 2, cack + t + 1)
             self.cack = cack = cack + t
             if self.cack + self.adv_mpr > self.limit:
                 self.limit = self.cack + self.adv_mpr
@@ -220,6 +249,57 @@ class Responder:
                 self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             elif self.ack_deadline is None:
                 self.ack_deadline = now + self.ack_delay
+
+    # -- receive resources ------------------------------------------------------------------
+    def _refuse(self, size: int, psn: int, meta: RxMeta, ts: int) -> bool:
+        """An out-of-order packet the receive resources cannot hold: count, NACK, True."""
+        pool = self.pool
+        if self.held >= self.bm_max or pool.bitmap_used >= pool.bitmap_limit:
+            self.qp.count("rx_no_bitmap")
+            self._nack(NackReason.NO_BITMAP, psn, meta, ts)
+            return True
+        if (self.held_bytes + size > self.buf_max
+                or pool.buffer_used + size > pool.buffer_limit):
+            self.qp.count("rx_no_pkt_buffer")
+            self._nack(NackReason.NO_PKT_BUFFER, psn, meta, ts)
+            return True
+        return False
+
+    def _hold(self, psn: int, size: int) -> None:
+        """An out-of-order packet was placed: it holds an entry and ``size`` bytes."""
+        pool = self.pool
+        self.h_size[psn & self.h_mask] = size
+        self.held += 1
+        self.held_bytes += size
+        pool.bitmap_used += 1
+        pool.buffer_used += size
+        if self.held > self.held_max:
+            self.held_max = self.held
+        if self.held_bytes > self.held_bytes_max:
+            self.held_bytes_max = self.held_bytes
+
+    def _release(self, first: int, end: int) -> None:
+        """The cumulative ACK passed PSNs [first, end), all held out of order."""
+        sizes = self.h_size
+        mask = self.h_mask
+        freed = 0
+        psn = first
+        while psn < end:
+            freed += sizes[psn & mask]
+            psn += 1
+        n = end - first
+        self.held -= n
+        self.held_bytes -= freed
+        self.pool.bitmap_used -= n
+        self.pool.buffer_used -= freed
+
+    def release_all(self) -> None:
+        """Return everything this QP holds to the host's pool (its QP failed, was reset or
+        destroyed); idempotent."""
+        pool = self.pool
+        pool.bitmap_used -= self.held
+        pool.buffer_used -= self.held_bytes
+        self.held = self.held_bytes = 0
 
     def _place(self, pkt: MrcPacket, meta: RxMeta, now: float, psn: int, ts: int) -> bool:
         """Checks and copy into registered memory; False (with NACK and maybe ERR) if refused."""
@@ -402,6 +482,9 @@ class Responder:
             out["mpr_advertised"] = self.adv_mpr
         if self.wimm_open_max:
             out["wimm_open_max"] = self.wimm_open_max
+        if self.limited:
+            out["rx_bitmap_held_max"] = self.held_max
+            out["rx_buffer_held_max"] = self.held_bytes_max
 
     # -- timers -------------------------------------------------------------------------
     def next_timer(self) -> float | None:

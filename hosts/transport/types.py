@@ -323,4 +323,11 @@ class HostConfig:
     # SACK (None: never)
     cc_log_interval: float | None = None
     rx_penalty: int = 0  # responder backpressure (CC_STATE rcv_cwnd_pen), 0..127
+    # receive resources (hosts/transport/rxres.py; 0: unlimited): out-of-order PSNs held in
+    # the tracking bitmap, per responder QP and per host (beyond them: NACK NO_BITMAP), and
+    # their payload bytes in the packet buffer (beyond them: NACK NO_PKT_BUFFER)
+    rx_bitmap_qp: int = 0
+    rx_bitmap_host: int = 0
+    rx_buffer_qp: int = 0
+    rx_buffer_host: int = 0
     max_qps: int = 1 << 16
