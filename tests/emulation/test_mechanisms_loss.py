@@ -70,11 +70,12 @@ def test_sack_gap_retransmission(run_prefix: str, tmp_path: Path) -> None:
         lost = _loss_drops(lab)
         triggers = _triggers(lab, t)
     assert lost > 0
-    assert w["rtx_sack_gap"] > 0 and w["loss_fast"] + w["loss_time"] >= w["rtx_sack_gap"] // 2
+    # each SACK-gap retransmission follows a fast or time-based detection of its PSN
+    assert 0 < w["rtx_sack_gap"] <= w.get("loss_fast", 0) + w.get("loss_time", 0)
     assert w["tx_rtx"] == sum(v for k, v in w.items() if k.startswith("rtx_"))
     # every lost frame was sent again: the responder has all of them
     assert w["tx_rtx"] >= lost and w["tx_data"] - w["tx_rtx"] == size // 4096
-    assert s["rx_data"] == w["tx_data"] - lost - s.get("rx_dup", 0)
+    assert s["rx_data"] == size // 4096  # each PSN placed once
     assert w["rtx_sack_gap"] > w.get("rtx_probe", 0) + w.get("rtx_ack_timeout", 0)
     assert triggers & {"fast", "time"}
 
@@ -153,13 +154,13 @@ def test_receive_resources_run_out(run_prefix: str, tmp_path: Path, knobs: dict[
 
 
 def test_psn_out_of_window_nack(run_prefix: str, tmp_path: Path) -> None:
-    """The requester was told a larger MPR (256 PSNs) than the responder tracks (128): what
+    """The requester was told a larger MPR (1024 PSNs) than the responder tracks (128): what
     it sends beyond cack + 128 is NACKed PSN_OOR_WINDOW and retransmitted once the window
     moved. In order arrivals never get there (cack follows them): the holes 2% loss leaves
-    hold cack back for a round trip (5 ms of delay towards h2) while the requester goes on."""
+    hold cack back for a round trip (20 ms of delay towards h2) while the requester goes on."""
     size = 2 * MiB
-    attr = QpAttr(retry=RetryAttr(7, 25), timeout=17, mpr=2, mpr_dest=1)
-    with NetKit(run_prefix) as kit, StarLab(kit, tmp_path, links={2: "delay=5e-3,loss=0.02"}) as lab:
+    attr = QpAttr(retry=RetryAttr(7, 25), timeout=17, mpr=8, mpr_dest=1)
+    with NetKit(run_prefix) as kit, StarLab(kit, tmp_path, links={2: "delay=20e-3,loss=0.02"}) as lab:
         t = lab.connect(1, 2, size, attr=attr)
         t.write(size)
         assert t.exact()
