@@ -9,7 +9,8 @@ test's process, so patching the transport classes here reaches both hosts. Names
 - ``time_loss``: the time-based (RACK-like) detection never fires (its window is endless);
 - ``go_back``: the RC requester ignores NAKs (the ACK timeout still recovers);
 - ``nack_<reason>`` (``nack_no_bitmap``, ``nack_no_pkt_buffer``, ``nack_psn_oor_window``,
-  ``nack_no_resource``): the responder drops the packet without sending that NACK;
+  ``nack_no_resource``, ``nack_trimmed``, ``nack_unexp_event``): the responder drops the
+  packet without sending that NACK;
 - ``rx_limits``: the receive-resource limits are never enforced.
 
 Not a test module: nothing here runs unless the plugin is named on the command line.

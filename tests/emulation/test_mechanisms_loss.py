@@ -192,3 +192,41 @@ def test_no_resource_nack_until_a_receive_is_posted(run_prefix: str, tmp_path: P
     assert s["rx_no_recv"] == s["tx_nack_no_resource"] >= 3
     assert w["rx_nack_no_resource"] == s["tx_nack_no_resource"] and w["rtx_nack"] >= 3
     _no_nack_ev_changes(w)
+
+
+def test_trimmed_nack_not_at_the_last_hop_skips_the_ev(run_prefix: str, tmp_path: Path) -> None:
+    """The switch trims (at 4 queued packets) as a hop before the last one (ECN marking on,
+    so its trimmed class is TRIMMED, not TRIMMED_LASTHOP): the responder NACKs TRIMMED, the
+    requester retransmits and moves that EV to SKIP (a congested path), unlike a last-hop
+    trim."""
+    size = 8 * MiB
+    with NetKit(run_prefix) as kit, StarLab(kit, tmp_path, links={2: "rate=100e6,qpkts=4096"},
+                                           trim_at=4, ecn_at=2,
+                                           agent={"cc_window": 64 << 10}) as lab:
+        t = lab.connect(1, 2, size, attr=ATTR)
+        t.write(size)
+        assert t.exact()
+        w, s = _nacks_arrived(lab, t, "trimmed")
+    assert s["rx_trimmed"] > 0 and s["tx_nack_trimmed"] == s["rx_trimmed"]
+    assert s.get("tx_nack_trimmed_lasthop", 0) == 0
+    assert w["rx_nack_trimmed"] == s["tx_nack_trimmed"] and w["rtx_nack"] > 0
+    assert 0 < w["ev_state_nack_trimmed"] <= w["rx_nack_trimmed"]
+
+
+def test_unexp_event_nack_fails_both_qps_and_writes_nothing(run_prefix: str,
+                                                            tmp_path: Path) -> None:
+    """A Write with a wrong R_Key: the responder writes nothing, NACKs UNEXP_EVENT and goes
+    to ERR; the requester's WR completes REM_ACCESS_ERR (a fatal NACK: no retransmission)."""
+    from hosts.api import SendWR, WcStatus, WrOpcode
+
+    size = 64 << 10
+    with NetKit(run_prefix) as kit, StarLab(kit, tmp_path) as lab:
+        t = lab.connect(1, 2, size, attr=ATTR)
+        t.qp.post_send(SendWR(1, WrOpcode.WRITE, t.mr.addr, size, t.mr.lkey, t.peer_mr.addr,
+                              t.peer_mr.rkey ^ 0x5A5A))
+        got = t.cq.wait(1, 10.0)
+        w, s = _nacks_arrived(lab, t, "unexp_event")
+        assert t.sink == bytearray(size)  # not a byte landed
+    assert [(wc.wr_id, wc.status) for wc in got] == [(1, WcStatus.REM_ACCESS_ERR)]
+    assert s["tx_nack_unexp_event"] >= 1 and w["rx_nack_unexp_event"] >= 1
+    assert w.get("tx_rtx", 0) == 0
