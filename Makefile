@@ -29,11 +29,12 @@ MODE ?= stev
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install cext web-assets apt-packages test test-unit test-emulation lint topology bench clean protos p4 help
+.PHONY: install cext web-assets apt-packages test test-unit test-emulation test-stress lint topology bench clean protos p4 help
 
 help:
 	@echo "make install   set up Debian packages and the virtual environment (idempotent)"
 	@echo "make test      unit + emulation tests (emulation tests need root)"
+	@echo "make test-stress  fresh-clone CI runs in a row, quiet / CPU hog / no IPv6 loopback (root)"
 	@echo "make lint      ruff + mypy + import-linter layer contracts"
 	@echo "make protos    regenerate common/proto/ (PROTOS_ARGS=--check only compares)"
 	@echo "make p4        compile p4/*.p4 with p4c into p4/*.json and p4/*.p4info.txtpb"
@@ -110,6 +111,13 @@ test-unit: install
 
 test-emulation: install
 	$(PY) -m pytest -m emulation $(PYTEST_ARGS)
+
+# Flake hunting (testbed/stress.py): ROUNDS fresh clones of HEAD through .ci/run, half of
+# them beside a one-core CPU hog, every other one without IPv6 loopback; STRESS_ARGS=--help.
+ROUNDS ?= 6
+STRESS_ARGS ?=
+test-stress: install
+	$(PY) -m testbed.stress --rounds $(ROUNDS) $(STRESS_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

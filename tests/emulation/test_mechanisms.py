@@ -47,14 +47,33 @@ def test_trim_nack_and_retransmission_in_the_retransmission_class(run_prefix: st
             # counted in the cell of the queue the packet was headed for (data, retx)
             return sum(sw.counter("MrcEgress.trim_port_queue", h2 * 8 + p) for p in (1, 2))
 
+        def socket_drops() -> int:
+            """Frames h2's kernel dropped on a full socket buffer (a busy machine can): a
+            trimmed packet among them never reaches the responder."""
+            def read() -> int:
+                for port in h2_agent.ports:
+                    port.read_kernel_stats()
+                return sum(port.counters.rx_sock_drops for port in h2_agent.ports)
+            return int(h2_agent.call(read))
+
+        h2_agent = lab.host(2).agent
         # a trimmed duplicate may still be on its way to h2 when the last Write completes
-        wait_until(lambda: switch_trims() == lab.host(2).qp_stats(t.peer_qp.qpn)["rx_trimmed"],
-                   5, "every trimmed packet to reach the responder")
+        try:
+            wait_until(lambda: switch_trims() - socket_drops()
+                       <= lab.host(2).qp_stats(t.peer_qp.qpn)["rx_trimmed"],
+                       30, "every trimmed packet to reach the responder")
+        except TimeoutError as exc:
+            raise AssertionError(
+                f"switch trims {switch_trims()}, h2 socket drops {socket_drops()}, responder "
+                f"{lab.host(2).qp_stats(t.peer_qp.qpn)}, h2 host {lab.host(2).host_stats()}, "
+                f"switch ports {sw.port_stats()}") from exc
         w, s = lab.host(1).qp_stats(t.qp.qpn), lab.host(2).qp_stats(t.peer_qp.qpn)
         retx = sw.counter("MrcIngress.rx_port_class", _cell(h1, TrafficClass.TRIMMABLE_RETX))
         first = sw.counter("MrcIngress.rx_port_class", _cell(h1, TrafficClass.TRIMMABLE))
         trims = switch_trims()
-    assert s["rx_trimmed"] > 0 and trims == s["rx_trimmed"]
+        lost = socket_drops()
+    # every trim the switch made reached the responder, except any h2's kernel dropped
+    assert s["rx_trimmed"] > 0 and trims - lost <= s["rx_trimmed"] <= trims, (trims, lost, s)
     assert s["tx_nack_trimmed_lasthop"] == s["rx_trimmed"] == w["rx_nack_trimmed_lasthop"]
     assert w["rtx_nack"] == w["loss_nack"] == w["rx_nack_trimmed_lasthop"]
     assert w["tx_rtx"] == sum(v for k, v in w.items() if k.startswith("rtx_"))
