@@ -28,6 +28,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 IPV6_LO = Path("/proc/sys/net/ipv6/conf/lo/disable_ipv6")
+SUMMARY = re.compile(r"^(=+ )?\d+ \w+(, \d+ \w+)* in [\d.]+s\b")
 COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 
 
@@ -105,7 +106,7 @@ def parse_counts(text: str) -> dict[str, int]:
     """pytest's final summary lines ("1301 passed, 2 failed in ...") of every pass, summed."""
     counts: dict[str, int] = {}
     for line in text.splitlines():
-        if not re.search(r" in [\d.]+s\b", line):  # a pass's final line, not a test's output
+        if not SUMMARY.match(line):  # a pass's final line, not a test's output
             continue
         for n, what in COUNTS.findall(line):
             key = "errors" if what.startswith("error") else what
