@@ -181,6 +181,8 @@ class Responder:
         cack = self.cack
         if psn <= cack:
             qp.count("rx_dup")
+            if trimmed:  # a trimmed copy of data already here: no NACK, but seen
+                qp.count("rx_dup_trimmed")
             self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             return
         if psn >= self.limit:
@@ -191,6 +193,8 @@ class Responder:
         bit = 1 << rel
         if self.rbits & bit:
             qp.count("rx_dup")
+            if trimmed:
+                qp.count("rx_dup_trimmed")
             self.unrep |= bit
             self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
             return
