@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -118,6 +119,12 @@ def failed_tests(text: str) -> list[str]:
     return sorted({m.group(1) for m in re.finditer(r"^(?:FAILED|ERROR) (\S+)", text, re.M)})
 
 
+def _as_in_a_terminal() -> None:
+    """CI's signal dispositions, whatever this runner inherited: started with ``&`` from a
+    non-interactive shell it has SIGINT ignored, and every test of Ctrl-C would then fail."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_round(r: Round, args: argparse.Namespace, workdir: Path) -> None:
     # beside the checkout, as CI's clone is, so ../shared (the optional P4 tools) is found
     clone = REPO.parent / f"{workdir.name}-round{r.number}"
@@ -132,7 +139,8 @@ def run_round(r: Round, args: argparse.Namespace, workdir: Path) -> None:
             ipv6_loopback_off(r.conditions.ipv6_off), r.log.open("w") as log:
         try:
             proc = subprocess.run(cmd, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=args.timeout, check=False)
+                                  timeout=args.timeout, check=False,
+                                  preexec_fn=_as_in_a_terminal)
             r.status = proc.returncode
         except subprocess.TimeoutExpired:
             r.status = None

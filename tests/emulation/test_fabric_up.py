@@ -135,6 +135,15 @@ def _cmdlines_with(text: str) -> list[str]:
     return out
 
 
+def _sigint_default() -> None:
+    """The child gets SIGINT as a terminal would deliver it: a suite started in the
+    background of a non-interactive shell inherits SIGINT ignored, and Python then keeps
+    ignoring it (seen: the run went on for its whole 60 s and exited 0)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_a_run_leaves_nothing(tmp_path: Path) -> None:
     """SIGINT to `mrcnet up` mid-workload: the run is torn down (its run id is in every
     process's command line: agents' configs, switch logs, the controller's files)."""
@@ -150,7 +159,7 @@ def test_ctrl_c_during_a_run_leaves_nothing(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mrcnet.cli", "up", "--no-cli", "--run", "all-to-all",
              "--duration", "60", "--quiet"], stdout=subprocess.DEVNULL, stderr=out,
-            stdin=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL, preexec_fn=_sigint_default)
     try:
         wait_until(lambda: "fabric up" in err.read_text(), 90, f"the fabric ({err})")
         run_id = re.search(r"run (\S+):", err.read_text())
