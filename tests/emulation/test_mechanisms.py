@@ -21,6 +21,7 @@ from testbed.mechanism_lab import DEFAULT_HINT, StarLab
 pytestmark = pytest.mark.emulation
 
 MiB = 1 << 20
+REVIVALS = ("ev_probe_ok", "probe_ok")  # ASSUMED_BAD -> GOOD: an EV probe, a reliability probe
 T = lambda exponent: 1.024e-6 * 2**exponent  # noqa: E731  (the local ACK timeout, mrc.h)
 
 
@@ -257,16 +258,15 @@ def test_ev_probes_bring_assumed_bad_evs_back_told_apart_from_reliability_probes
     """h1's plane-0 switch port is down for a while during a two-plane transfer (h1 keeps its
     carrier): its plane-0 EVs go ASSUMED_BAD and the data moves to plane 1; once the port is
     back, EV probes (endpoint operations on QP 0x2) bring every one of them back, each with
-    reason ev_probe_ok; reliability probes (PROBE on the QP) are counted apart and revive
-    none."""
+    reason ev_probe_ok; revivals by reliability probes (PROBE on the QP) are counted apart."""
     size = 64 * MiB
     with NetKit(run_prefix) as kit, StarLab(kit, tmp_path, planes=2) as lab:
         t = lab.connect(1, 2, size)
         sw = lab.switch
         p0 = sw.ports[("h1", 0)]
         h1 = lab.host(1)
-        for i in range(64):
-            t.post(i, i * MiB, MiB, imm=1 if i == 63 else None)
+        for i in range(32):
+            t.post(i, i * MiB, MiB)
 
         def bad_now() -> int:
             return sum(1 for _ev, port, st in h1.call("ev_states", t.qp.qpn)
@@ -275,6 +275,11 @@ def test_ev_probes_bring_assumed_bad_evs_back_told_apart_from_reliability_probes
         wait_until(lambda: h1.qp_stats(t.qp.qpn)["tx_data"] > 2000,
                    30, "the transfer under way")
         sw.set_port_admin(p0, False)
+        # the second half is posted once the port is down, so traffic meets the downed port
+        # however fast the first half went (under a CPU hog all 64 MiB once completed
+        # before the port went down, and no EV had a reason to go bad)
+        for i in range(32, 64):
+            t.post(i, i * MiB, MiB, imm=1 if i == 63 else None)
         try:
             # an event wait: the bound only matters when it fails (once 20 s under a CPU hog)
             wait_until(lambda: bad_now() == 16, 60, "every plane-0 EV ASSUMED_BAD")
@@ -296,14 +301,25 @@ def test_ev_probes_bring_assumed_bad_evs_back_told_apart_from_reliability_probes
                       if e["name"] == event_name(EV_STATE_CHANGED)]
             snap.update(st=h1.qp_stats(t.qp.qpn), host=h1.host_stats(), events=events)
             back = [d for d in events if d["old"] == "ASSUMED_BAD" and d["new"] == "GOOD"]
-            return bool(before == snap["st"] and
-                        before.get("ev_state_ev_probe_ok", 0) == len(back))
+            return bool(before == snap["st"] and all(
+                before.get(f"ev_state_{why}", 0) == sum(1 for d in back if d["reason"] == why)
+                for why in REVIVALS))
 
-        wait_until(consistent, 20, "EV state counters and the qlog agree")
+        try:
+            wait_until(consistent, 20, "EV state counters and the qlog agree")
+        except TimeoutError as exc:
+            revived = [(d["ev"], d["reason"]) for d in snap.get("events", [])
+                       if d["new"] == "GOOD"]
+            raise AssertionError(f"QP {snap.get('st')}, EVs back {revived}") from exc
         st, host, events = snap["st"], snap["host"], snap["events"]
     back = [d for d in events if d["old"] == "ASSUMED_BAD" and d["new"] == "GOOD"]
-    assert len({d["ev"] for d in back if d["port"] == 0}) == 16
-    assert {d["reason"] for d in back} == {"ev_probe_ok"}
-    assert st["ev_state_ev_probe_ok"] == len(back) and st.get("ev_state_probe_ok", 0) == 0
+    # every plane-0 EV was brought back by an EV probe; the two kinds of probe are counted
+    # apart (the counters equal the qlog's revivals per reason). A plane-1 EV that a
+    # burst's time-based loss detection wrongly took for bad may come back by a reliability
+    # probe (seen once in 8 runs), as the protocol allows.
+    assert len({d["ev"] for d in back if d["port"] == 0 and d["reason"] == "ev_probe_ok"}) == 16
+    assert {d["reason"] for d in back} <= set(REVIVALS)
+    assert st["ev_state_ev_probe_ok"] == sum(1 for d in back if d["reason"] == "ev_probe_ok")
+    assert st.get("ev_state_probe_ok", 0) == sum(1 for d in back if d["reason"] == "probe_ok")
     assert host["tx_ev_probe"] >= 16 and host["rx_ev_probe_response"] >= 16
     assert st.get("rtx_plane_down", 0) == 0  # h1 kept its carrier: the transport found out
