@@ -219,9 +219,32 @@ def tcp_listening(host: str, port: int) -> bool:
         return False
 
 
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+SERVER_PORTS = (16384, 32768)  # where servers' ports are drawn from (below the usual range)
+
+
 def free_tcp_port() -> int:
+    """A TCP port free on every address, for a server started next to listen on.
+
+    Drawn outside the kernel's ephemeral range when it can be: every outgoing connection
+    takes its local port from that range, so a port found free there can be taken before the
+    server binds it (seen: a BMv2 Thrift port lost to one while the suite ran).
+    """
+    import random
     import socket
 
+    try:
+        low, high = (int(x) for x in EPHEMERAL_RANGE.read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    outside = [p for p in range(*SERVER_PORTS) if not low <= p <= high]
+    for port in random.sample(outside, min(256, len(outside))):
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -1,0 +1,40 @@
+"""Ports for servers (common/netns.py free_tcp_port): free, and away from the ports the
+kernel hands to outgoing connections (no root needed)."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from common import netns
+from common.netns import EPHEMERAL_RANGE, SERVER_PORTS, free_tcp_port
+
+
+def test_a_server_port_is_free_and_outside_the_ephemeral_range() -> None:
+    low, high = (int(x) for x in EPHEMERAL_RANGE.read_text().split())
+    ports = {free_tcp_port() for _ in range(20)}
+    for port in ports:
+        assert not low <= port <= high, (port, low, high)
+        assert SERVER_PORTS[0] <= port < SERVER_PORTS[1]
+        with socket.socket() as s:  # free on every address: a server can bind it
+            s.bind(("0.0.0.0", port))
+            s.listen()
+
+
+def test_a_port_in_use_is_not_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    def free(p: int) -> bool:
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", p))
+            except OSError:
+                return False
+            return True
+
+    port = next(p for p in range(SERVER_PORTS[0], SERVER_PORTS[1] - 1)
+                if free(p) and free(p + 1))
+    monkeypatch.setattr(netns, "SERVER_PORTS", (port, port + 2))  # two candidates
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", port))
+        busy.listen()
+        assert {free_tcp_port() for _ in range(20)} == {port + 1}
