@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from common.netns import free_tcp_port
 from switch.p4json import program as pm
 from switch.stf import keys
 from switch.stf.parse import Add, Command, Direct, Expect, Packet, SetDefault
@@ -36,12 +37,6 @@ SETTLE = 0.3  # seconds with no new output before the run is over
 DRAIN_TIMEOUT = 5.0
 CLI_TIMEOUT = 60.0
 PCAP_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class FifoWriter(threading.Thread):
@@ -163,7 +158,7 @@ def execute(json_path: Path, commands: list[Command], workdir: Path,
             os.mkfifo(path)
         else:
             path.write_bytes(PCAP_HEADER)
-    thrift = _free_port()
+    thrift = free_tcp_port()
     argv = [str(switch), "--use-files", "0", "--thrift-port", str(thrift),
             "--device-id", str(random.randrange(1, 1 << 20)),
             # relative to its cwd (workdir): a socket path has at most 107 bytes
