@@ -383,12 +383,15 @@ class QP:
     def destroy(self) -> None:
         if self.destroyed:
             return
-        self.ctx._call(self.ctx._core.destroy_qp, self.qpn)
+        self.ctx._call(self._destroy_locked)
         self.destroyed = True
-        self.ctx.agent.track_qp(self.qpn, False)
         self.init_attr.send_cq.qp_refs -= 1
         self.init_attr.recv_cq.qp_refs -= 1
         self.ctx._qps.pop(self.qpn, None)
+
+    def _destroy_locked(self) -> None:
+        self.ctx._core.destroy_qp(self.qpn)
+        self.ctx.agent.forget_qp(self.qpn)
 
     def _alive(self) -> None:
         if self.destroyed:

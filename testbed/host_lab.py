@@ -5,8 +5,8 @@ transport``. Everything is created through a caller-owned ``common.netns.NetKit`
 caller's run prefix, so it is all removed by ``kit.close()``, also on failure.
 
 - ``direct_pair``: two host namespaces joined by one veth (host to host, no switch).
-- ``run_transfer``: start a sink agent and a writer agent (hosts.agent.apps) and wait for
-  both to finish; return their result files (see hosts/agent/apps.py).
+- ``run_transfer``: start a sink agent and a writer agent (hosts.apps) and wait for
+  both to finish; return their result files (see hosts/apps.py).
 """
 
 from __future__ import annotations
@@ -74,11 +74,11 @@ class TransferResult:
 
 
 def spawn_agent(kit: NetKit, host: HostSpec, workdir: Path, config: dict[str, Any]) -> Process:
-    """Start ``python -m hosts.agent`` in the host's namespace; wait for its ready line."""
+    """Start ``python -m hosts`` in the host's namespace; wait for its ready line."""
     cfg_path = workdir / f"{host.name}.agent.json"
     cfg_path.write_text(json.dumps(config, indent=1))
     log = workdir / f"{host.name}.agent.log"
-    proc = kit.spawn(f"agent-{host.name}", [sys.executable, "-m", "hosts.agent", "--config",
+    proc = kit.spawn(f"agent-{host.name}", [sys.executable, "-m", "hosts", "--config",
                                             str(cfg_path)], netns=host.netns, log_path=log)
 
     def ready() -> bool:
@@ -113,10 +113,10 @@ def run_transfer(
               **(app_args or {})}
     extra = {"qlog_dir": str(qlog_dir), **(agent_extra or {})}
     results = {h.name: workdir / f"{h.name}.result.json" for h in (src, dst)}
-    sink_cfg = dst.config(apps=[{"target": "hosts.agent.apps:sink", "args": {
+    sink_cfg = dst.config(apps=[{"target": "hosts.apps:sink", "args": {
         **common, "name": dst.name, "peer": src.name, "result": str(results[dst.name])}}],
         **extra)
-    writer_cfg = src.config(apps=[{"target": "hosts.agent.apps:writer", "args": {
+    writer_cfg = src.config(apps=[{"target": "hosts.apps:writer", "args": {
         **common, "name": src.name, "peer": dst.name, "seed": seed,
         "result": str(results[src.name])}}], **extra)
     procs = [spawn_agent(kit, dst, workdir, sink_cfg), spawn_agent(kit, src, workdir, writer_cfg)]

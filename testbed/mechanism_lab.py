@@ -22,7 +22,6 @@ from typing import Any
 
 from common.netns import NetKit, wait_until
 from hosts.agent.agent import Agent
-from hosts.agent.apps import pattern
 from hosts.agent.config import parse_config
 from hosts.agent.ctl_link import CtlLink
 from hosts.agent.qlog import SUFFIX, read_qlog
@@ -47,6 +46,7 @@ from hosts.api import (
     init_qp,
     open_device,
 )
+from hosts.apps import pattern
 from testbed.host_lab import HostSpec, SwitchHandle, switch_star
 
 DEFAULT_HINT = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH

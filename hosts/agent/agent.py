@@ -172,6 +172,14 @@ class Agent:
         else:
             self.tracked_qps.discard(qpn)
 
+    def forget_qp(self, qpn: int) -> None:
+        """QP ``qpn`` was destroyed (call on the loop thread, e.g. through ``call``): no more
+        metrics records, its qlog file closed (a fabric that runs round after round would
+        otherwise keep one open file per QP it ever had)."""
+        self.tracked_qps.discard(qpn)
+        if self.qlog is not None:
+            self.qlog.close_qp(qpn)
+
     def add_handler(self, handler: EventHandler) -> None:
         """Receive every core event (Completion, AsyncEvent, ...) on the loop thread."""
         self._handlers.append(handler)

@@ -12,7 +12,7 @@ Example::
      "classes": {"TRIMMABLE": 10, ...},   # optional DSCP overrides
      "core": {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25},  # optional, CORE_KNOBS
      "backpressure": {"low": 0.005, "high": 0.05},  # optional: receive-queue wait -> penalty
-     "apps": [{"target": "hosts.agent.apps:sink", "args": {...}}]}
+     "apps": [{"target": "hosts.apps:sink", "args": {...}}]}
 
 Port i of the list is NIC port i, which is plane i. ``neighbor_mac`` is the static next-hop MAC
 (the switch port or, host to host, the peer NIC). Errors name the offending field.

@@ -14,11 +14,13 @@ Times are the run's clock (common/vclock.py): under time dilation (``time_dilati
 they are virtual milliseconds, and ``reference_time`` is the run clock's Unix time of the
 agent's start.
 
-Every event name is in the ``mrc:`` namespace: the agent's own (``mrc:qp_state_changed``,
-``mrc:ev_state_changed``, ``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``,
-``mrc:metrics_sampled``: periodic counters, never per data packet) and the transport core's
-records, whose ``category:event`` names become ``mrc:category_event``
-(``recovery:ack_timeout`` -> ``mrc:recovery_ack_timeout``; docs/transport.md). Writes are
+Every event name is in the ``mrc:`` namespace (hosts/transport/lognames.py defines them
+once): the agent's own, written as they are named (``mrc:ev_state_changed``,
+``mrc:completion_error``, ``mrc:async_event``, ``mrc:port_status``, ``mrc:qp_metrics``,
+``mrc:metrics_sampled``: periodic counters, never per data packet, ...) and the transport
+core's records, whose ``category:event`` names become ``mrc:category_event`` (``qp:state``
+-> ``mrc:qp_state``, ``recovery:ack_timeout`` -> ``mrc:recovery_ack_timeout``;
+docs/transport.md). Writes are
 buffered and flushed on each metrics sample and on close, so logging stays off the
 per-packet path.
 """
@@ -59,6 +61,7 @@ class QlogWriter:
         self.reference_ms = (time.time() if reference_unix is None else reference_unix) * 1000.0
         self.tdf = tdf
         self._files: dict[int | None, IO[str]] = {}
+        self._closed: set[int] = set()  # QPs whose file was closed (a late event appends)
         self.records = 0
 
     def path_for(self, qpn: int | None) -> Path:
@@ -67,6 +70,10 @@ class QlogWriter:
 
     def _file(self, qpn: int | None) -> IO[str]:
         f = self._files.get(qpn)
+        if f is None and qpn is not None and qpn in self._closed:
+            f = open(self.path_for(qpn), "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
+            self._files[qpn] = f
+            return f
         if f is None:
             f = open(self.path_for(qpn), "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
             who = f"{self.host}-agent" if qpn is None else f"{self.host}-qp{qpn}"
@@ -104,6 +111,13 @@ class QlogWriter:
     def flush(self) -> None:
         for f in self._files.values():
             f.flush()
+
+    def close_qp(self, qpn: int) -> None:
+        """Close the file of a QP that is gone (an event for it later appends to it)."""
+        f = self._files.pop(qpn, None)
+        if f is not None:
+            f.close()
+            self._closed.add(qpn)
 
     def close(self) -> None:
         for f in self._files.values():

@@ -338,6 +338,10 @@ class HostCore:
             if qp.resp is not None:
                 qp.resp.set_backpressure(penalty, restore)
 
+    def qp_numbers(self) -> list[int]:
+        """The QPs this host holds (destroyed ones are gone)."""
+        return sorted(self._qps)
+
     def destroy_qp(self, qpn: int) -> None:
         qp = self._qp(qpn)
         add_counts(self._retired, self._qp_counters(qp))

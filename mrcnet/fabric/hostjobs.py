@@ -15,7 +15,15 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
   last one DONE_IMM) and the sink pre-posts one receive per WR and checks that their
   completions come in send order with those immediates; ``max_wimm`` (QP attribute, both
   sides) bounds how many are in flight, so with ``depth`` above it the limit binds.
-- ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters).
+- ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters) and
+  ``open_qps``, the numbers of the QPs the agent holds.
+
+A writer and a sink release their QP, CQ and memory region once their result is written: a
+QP left behind costs the agent's loop on every iteration (``HostCore.get_timer`` visits every
+QP), so a fabric running round after round got slower with each round. The writer releases at
+once and leaves ``OOB/<name>-done.json`` (hosts/apps.py ``publish_done``); the sink keeps its
+QP until that file appears (bounded by the job's timeout), so it can still acknowledge a
+retransmission whose first ACK was lost.
 
 Each job writes ``<id>.result.json``: bytes, seconds, errors, the QP's final state, its
 counters (retransmissions) and its congestion controller's state (``cc``), and ``timing``:
@@ -36,10 +44,10 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hosts.agent.apps import pattern
 from hosts.api import (
     Access,
     Context,
@@ -55,6 +63,7 @@ from hosts.api import (
     connect_qp,
     init_qp,
 )
+from hosts.apps import await_done, pattern, publish_done
 
 DONE_IMM = 0xF00D
 POLL_S = 0.02
@@ -152,18 +161,28 @@ class _Throttle:
         self._thread.join(5.0)
 
 
-def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
+Release = Callable[[], None]
+
+
+def _nothing_to_release() -> None:
+    pass
+
+
+def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]:
+    """The job's result, and what releases its resources once the result is written."""
     if job["role"] == "collective":
         from mrcnet.fabric.collective_job import run_collective_job
 
-        return run_collective_job(ctx, job)
+        return run_collective_job(ctx, job), _nothing_to_release
     if job["role"] == "host_stats":
         core: Any = ctx.agent.core
-        return {"host_stats": dict(ctx.agent.call(core.host_stats))}
+        return {"host_stats": dict(ctx.agent.call(core.host_stats)),
+                "open_qps": list(ctx.agent.call(core.qp_numbers))}, _nothing_to_release
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
+    oob.mkdir(parents=True, exist_ok=True)
     buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
     cc_profile = int(job.get("cc_profile", 0))
     if cc_profile:
@@ -171,6 +190,36 @@ def run_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     cq = ctx.create_cq(int(job.get("cqe", 4096)))
     qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
     mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+    try:
+        out = _transfer(ctx, job, qp, cq, mr, buf)
+    except BaseException:
+        if writer:
+            publish_done(oob, str(job["name"]))
+        _release(qp, cq, mr)
+        raise
+    if writer:
+        def release() -> None:
+            publish_done(oob, str(job["name"]))
+            _release(qp, cq, mr)
+    else:
+        def release() -> None:  # a lost final ACK: the writer retransmits until answered
+            await_done(oob, str(job["peer"]), timeout)
+            _release(qp, cq, mr)
+    return out, release
+
+
+def _release(qp: Any, cq: Any, mr: Any) -> None:
+    qp.destroy()
+    cq.destroy()
+    mr.dereg()
+
+
+def _transfer(ctx: Context, job: dict[str, Any], qp: Any, cq: Any, mr: Any,
+              buf: bytearray) -> dict[str, Any]:
+    size = int(job["size"])
+    timeout = float(job.get("timeout", 120))
+    oob = Path(str(job["oob_dir"]))
+    writer = job["role"] == "writer"
     attr = _attr(job)
     chunk = int(job.get("chunk", 256 << 10))
     offsets = list(range(0, size, chunk))
@@ -259,13 +308,18 @@ def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, receives: int, start:
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
+    release = _nothing_to_release
     try:
-        out = run_job(ctx, job)
+        out, release = run_job(ctx, job)
     except Exception as exc:
         out = {"bytes": 0, "errors": [f"{type(exc).__name__}: {exc}"],
                "trace": traceback.format_exc()}
     out["id"] = job.get("id")
     write_json(result, out)
+    try:
+        release()
+    except Exception:  # the result is written; a failed release is the agent log's business
+        traceback.print_exc()
 
 
 def serve(ctx: Context, args: dict[str, Any]) -> int:

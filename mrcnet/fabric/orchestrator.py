@@ -117,6 +117,7 @@ class RunOptions:
     # runs with fast links (docs/fabric.md, "Congestion control").
     cc: str = "fixed"
     lb: str = "rotation"  # load balancing of the run's EV profile: rotation, reps, bitmap
+    cc_qp: str | None = None  # "HOST:QPN" whose congestion control cc.png plots (ccplot.py)
     results_root: Path = REPO / "results" / "runs"
     prefix: str | None = None  # run prefix for interfaces (default: random "m" + 4 hex)
     show: bool = False  # live view lines on stderr
@@ -409,7 +410,7 @@ class Fabric:
             log = logs[h.name] = adir / f"{h.name}.log"
             with open(log, "wb") as out:
                 self.agents[h.name] = self.mn.hosts[h.name].popen(
-                    [sys.executable, "-m", "hosts.agent", "--config", str(cfg),
+                    [sys.executable, "-m", "hosts", "--config", str(cfg),
                      *self.proc_args],
                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=str(REPO))
 
@@ -483,6 +484,15 @@ class Fabric:
     def host_counters(self, timeout: float = 15.0) -> dict[str, dict[str, int]]:
         """Every agent's ``HostCore.host_stats()`` (the hosts' mechanism counters), asked for
         through a ``host_stats`` job; hosts that did not answer in time are left out."""
+        return {host: dict(res.get("host_stats", {}))
+                for host, res in self._host_stats_jobs(timeout).items()}
+
+    def open_qps(self, timeout: float = 15.0) -> dict[str, list[int]]:
+        """The QP numbers every agent holds (a finished workload leaves none behind)."""
+        return {host: [int(q) for q in res.get("open_qps", [])]
+                for host, res in self._host_stats_jobs(timeout).items()}
+
+    def _host_stats_jobs(self, timeout: float) -> dict[str, dict[str, Any]]:
         from mrcnet.fabric.hostjobs import write_json
 
         if self.plan is None or not self.agents:
@@ -497,11 +507,8 @@ class Fabric:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not all(p.exists() for p in paths.values()):
             time.sleep(0.02)
-        out = {}
-        for host, path in paths.items():
-            if path.exists():
-                out[host] = dict(json.loads(path.read_text()).get("host_stats", {}))
-        return out
+        return {host: dict(json.loads(path.read_text()))
+                for host, path in paths.items() if path.exists()}
 
     def check_alive(self) -> None:
         """Raise FabricError if a process of the run died."""

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from common.vclock import RunClock
-from hosts.agent.apps import pattern
+from hosts.apps import pattern
 from hosts.transport.counters import RTX_COUNTERS, add_counts
 from mrcnet.fabric.fidelity import FidelityMonitor, Mark, agent_windows, assess
 from mrcnet.fabric.hostjobs import write_json

@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _one_transfer_goodput(size: int, qp_type: str, link: str | None, args: argparse.Namespace,
              seed: int) -> dict[str, Any]:
     from common.netns import NetKit
-    from hosts.agent.apps import pattern
+    from hosts.apps import pattern
     from testbed.host_lab import run_transfer, switch_star
 
     prefix = f"b{os.getpid() % 100000:05d}"[:6]

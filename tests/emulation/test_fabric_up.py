@@ -11,11 +11,12 @@ import hashlib
 import json
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
-from hosts.agent.apps import pattern
+from hosts.apps import pattern
 from mrcnet.fabric.orchestrator import Fabric, FabricError, RunOptions
 from mrcnet.fabric.scenario import run_scenario
 
@@ -44,6 +45,15 @@ def _pids(fab: Fabric) -> list[int]:
     return pids
 
 
+def _await_no_open_qps(fab: Fabric, deadline_s: float) -> dict[str, list[int]]:
+    deadline = time.monotonic() + deadline_s
+    while True:
+        open_qps = fab.open_qps()
+        if (open_qps and not any(open_qps.values())) or time.monotonic() > deadline:
+            return open_qps
+        time.sleep(0.2)
+
+
 def assert_clean(prefix: str, pids: list[int], sock_dir: Path | None) -> None:
     assert not _ifaces(prefix), _ifaces(prefix)
     assert not [p for p in pids if _alive(p)]
@@ -66,9 +76,14 @@ def test_all_to_all_byte_exact_in_every_path_mode(run_prefix: str, tmp_path: Pat
             assert (b"--rx-ring" in argv) == (rx_ring is not None)
         assert len(_ifaces(run_prefix)) == 16 + 8  # switch ports: 8 host links, 8 uplinks x 2
         res = run_scenario(fab, "all-to-all", SIZE)
+        # the jobs' QPs are released once done (the sinks' when their writer is): an event
+        # wait, bounded
+        open_qps = _await_no_open_qps(fab, deadline_s=60.0)
     finally:
         fab.stop()
     assert_clean(run_prefix, pids, sock_dir)
+    assert set(open_qps) == {f"h{i}" for i in range(4)} and not any(open_qps.values()), \
+        open_qps
     wl = res["workloads"][0]
     assert res["completed"] and res["qp_errors"] == 0, wl
     assert res["verified_bytes"] == 12 * SIZE

@@ -15,7 +15,6 @@ import pytest
 
 from common.netns import NetKit, wait_until
 from hosts.agent.agent import Agent
-from hosts.agent.apps import DONE_IMM, pattern
 from hosts.agent.config import parse_config
 from hosts.agent.qlog import read_qlog
 from hosts.api import (
@@ -36,6 +35,7 @@ from hosts.api import (
     init_qp,
     open_device,
 )
+from hosts.apps import DONE_IMM, pattern
 from testbed.host_lab import direct_pair, run_transfer
 
 pytestmark = pytest.mark.emulation

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from common.netns import NetKit, wait_until
-from hosts.agent.apps import DONE_IMM, pattern
+from hosts.apps import DONE_IMM, pattern
 from testbed.host_lab import SwitchHandle, run_transfer, switch_star
 
 pytestmark = pytest.mark.emulation

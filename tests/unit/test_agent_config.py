@@ -111,6 +111,18 @@ def test_qlog_files_per_qp_roundtrip(tmp_path: Path) -> None:
     assert events == [{"time": 1000.0, "name": "mrc:metrics_sampled", "data": {"x": "0102"}}]
 
 
+def test_a_destroyed_qps_qlog_file_is_closed_and_a_late_event_appends(tmp_path: Path) -> None:
+    w = QlogWriter(tmp_path, "h1", t0=0.0)
+    w.event(7, "mrc:async_event", {"n": 1}, 1.0)
+    w.close_qp(7)
+    assert 7 not in w._files  # the descriptor is released
+    w.event(7, "mrc:async_event", {"n": 2}, 2.0)  # reopened for appending, not truncated
+    w.close()
+    header, events = read_qlog(tmp_path / "h1-qp7.sqlog")
+    assert header["trace"]["common_fields"]["qpn"] == 7
+    assert [e["data"]["n"] for e in events] == [1, 2]
+
+
 def _nl_link(mtype: int, flags: int, name: str) -> bytes:
     raw = name.encode() + b"\0"
     attr = struct.pack("=HH", 4 + len(raw), 3) + raw

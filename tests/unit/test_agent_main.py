@@ -1,4 +1,4 @@
-"""``python -m hosts.agent``: configuration and app errors are reported before any socket."""
+"""``python -m hosts``: configuration and app errors are reported before any socket."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 def _run(tmp_path: Path, config: object) -> subprocess.CompletedProcess[str]:
     path = tmp_path / "agent.json"
     path.write_text(json.dumps(config))
-    return subprocess.run([sys.executable, "-m", "hosts.agent", "--config", str(path)],
+    return subprocess.run([sys.executable, "-m", "hosts", "--config", str(path)],
                           capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -38,7 +38,7 @@ def test_bad_config_or_app_exits_2_with_message(tmp_path: Path, config: object,
 
 
 def test_missing_config_file_exits_2(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "hosts.agent", "--config",
+    proc = subprocess.run([sys.executable, "-m", "hosts", "--config",
                            str(tmp_path / "absent.json")],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2 and "absent.json" in proc.stderr

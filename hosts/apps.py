@@ -3,7 +3,10 @@
 Both use only the public API (hosts.api). Connection setup is out of band, as in MRC: each
 side writes ``OOB_DIR/NAME.json`` ({qpn, gids, addr, rkey, length}) atomically and waits for
 its peer's file; once connected, the sink writes ``NAME-ready.json`` and the writer waits
-for it before posting (data reaching a QP that is not yet RTR would be dropped). The writer
+for it before posting (data reaching a QP that is not yet RTR would be dropped). When the
+writer is finished it writes ``NAME-done.json``; the sink, which has its data as soon as the
+WriteImm completes, waits for that file before it returns (its agent exits with its apps,
+and a lost final acknowledgement is only answered by a QP that still exists). The writer
 moves ``size`` bytes generated from ``seed`` in WRs of ``chunk``
 bytes with up to ``depth`` outstanding; the last WR is a WriteImm, whose receive completion
 tells the sink the data is complete. Each side writes a JSON result file:
@@ -80,6 +83,25 @@ def _await_peer(oob: Path, peer: str, timeout: float) -> dict[str, Any]:
     raise TimeoutError(f"peer {peer!r} did not publish {path} within {timeout} s")
 
 
+def publish_done(oob: Path, name: str) -> None:
+    """Writer ``name`` is finished (every Write completed, or it gave up): its sink may go."""
+    _publish(oob, f"{name}-done", {})
+
+
+def await_done(oob: Path, writer_name: str, timeout: float) -> bool:
+    """Wait (wall clock, at most ``timeout``) for the writer's ``publish_done``. A sink that
+    has its data keeps its QP until then: the writer is still waiting for the
+    acknowledgement of its last Writes, and if that was lost it retransmits, which only a
+    QP that still exists answers. False when the writer never said it was done."""
+    path = oob / f"{writer_name}-done.json"
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _qp_attr(args: dict[str, Any]) -> QpAttr:
     return QpAttr(
         mpr=int(args.get("mpr", 8)), mpr_dest=int(args.get("mpr", 8)),
@@ -134,6 +156,8 @@ def sink(ctx: Context, args: dict[str, Any]) -> int:
         return 1
     _write_result(args, {"bytes": size, "sha256": hashlib.sha256(buf).hexdigest(),
                          "seconds": elapsed, "imm": wcs[0].imm, "cpu_seconds": cpu})
+    # the agent exits when its apps return: stay until the writer has its acknowledgements
+    await_done(oob, str(args["peer"]), timeout)
     return 0
 
 
@@ -181,6 +205,7 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
     elapsed = clock() - start
     cpu = time.process_time() - cpu0
     ok = done == len(offsets) and not errors
+    publish_done(oob, str(args["name"]))
     _write_result(args, {"bytes": size if ok else 0, "seconds": elapsed,
                          "goodput_bps": size * 8 / elapsed if ok and elapsed > 0 else 0.0,
                          "errors": errors, "completed_wrs": done, "cpu_seconds": cpu})

@@ -1,4 +1,4 @@
-"""``python -m hosts.agent --config FILE.json``: run a host agent, optionally with apps.
+"""``python -m hosts --config FILE.json``: run a host agent, optionally with apps.
 
 The loop runs in the main thread; each app of the config runs in its own thread with an open
 device context (``function(context, args) -> int``). With apps, the agent exits when all of
@@ -39,7 +39,7 @@ def _resolve(target: str) -> Callable[..., Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hosts.agent", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m hosts", description=__doc__)
     parser.add_argument("--config", required=True, help="agent configuration (JSON)")
     vclock.add_arguments(parser)
     parser.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
