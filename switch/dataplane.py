@@ -25,6 +25,7 @@ import math
 import os
 import queue
 import select
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -124,6 +125,7 @@ class Dataplane:
         self.misc: dict[str, int] = {
             "no_such_port_drops": 0,
             "rx_errors": 0,
+            "ports_gone": 0,
             "pipeline_errors": 0,
             "forwarding_errors": 0,
             "commands": 0,
@@ -140,6 +142,8 @@ class Dataplane:
         self._running = False
         self._direct = threading.Lock()  # a direct call() and the loop's start exclude each other
         self._closed = False
+        self._left: set[int] = set()  # ports whose interface is gone (no longer read)
+        self._gone: set[int] = set()  # of those, the ones the loop has yet to drop
         self._rx = RxBuffers(RX_BATCH, MAX_FRAME)  # receive scratch, shared by all ports
         # each port's batch read: its ring, else one recvmmsg into the shared scratch
         self._receive: dict[int, Callable[[int], list[bytes]]] = {
@@ -182,7 +186,11 @@ class Dataplane:
             changes = [(p.ifindex, oper_up(p.ifname)) for p in self.ports.values()]
         for index, running in changes:
             port = self._by_ifindex.get(index)
-            if port is None or self.carrier[port] == running:
+            if port is None or port in self._left:
+                continue
+            if not running and self._check_gone(port):  # deleted, not only down
+                continue
+            if self.carrier[port] == running:
                 continue
             before = self.oper(port)
             self.carrier[port] = running
@@ -288,6 +296,7 @@ class Dataplane:
         stamp_get = stamps.get
         tdf = self.run_clock.tdf
         deadline: float | None = None  # the earliest departure when the loop last waited
+        gone = self._gone  # ports to drop from the poll set (_check_gone)
         with self._direct:
             self._running = True
         log.info("data plane running on %d ports", len(ports))
@@ -334,15 +343,20 @@ class Dataplane:
                                 log.exception("reading link changes failed")
                         continue
                     port, receive = entry
-                    if port in ingress_shaped:
-                        self._receive_shaped(port, now)
-                        continue
+                    rx_failed = False
                     try:
                         frames = receive(RX_BATCH)  # the ring, or one recvmmsg for the batch
                     except OSError:
-                        self.misc["rx_errors"] += 1
-                        continue
+                        misc["rx_errors"] += 1
+                        rx_failed, frames = True, []
                     if not frames:
+                        # readable and nothing read: an error (a receive ring never reads
+                        # the socket, so a pending one, e.g. ENETDOWN, kept it readable)
+                        if rx_failed or self._socket_error(port):
+                            self._check_gone(port)
+                        continue
+                    if port in ingress_shaped:
+                        self._receive_shaped(port, frames, now)
                         continue
                     rxs = stamp_get(port)
                     if rxs is not None:  # the batch's newest frame was due when it arrived
@@ -415,6 +429,13 @@ class Dataplane:
                         finally:
                             if run_queue is not None and run_stats is not None:
                                 _count_sent(run_stats, run_queue, run_n, run_bytes)
+                if gone:  # ports whose interface vanished leave the poll set
+                    while gone:
+                        fd_port.pop(ports[gone.pop()].fileno(), None)
+                    read_fds = [fd for fd in read_fds if fd in fd_port or fd in (
+                        wake_fd, watcher_fd)]
+                    wait = (_select_wait if max(read_fds) < _FD_SETSIZE
+                            else _poll_wait(read_fds))
                 if dirty:
                     # One sendmmsg per port for what this round put on idle wires (before
                     # the next service(), as the frames queued meanwhile are behind them).
@@ -427,6 +448,40 @@ class Dataplane:
             self._running = False
             self._run_commands()  # answer whoever is waiting
             log.info("data plane stopped")
+
+    def _socket_error(self, port: int) -> bool:
+        """Read (and so clear) the port socket's pending error; True, counted in
+        ``rx_errors``, when there was one."""
+        try:
+            err = self.ports[port].sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        except OSError:
+            err = -1
+        if err:
+            self.misc["rx_errors"] += 1
+        return err != 0
+
+    def _check_gone(self, port: int) -> bool:
+        """After a receive error or a link-down message: is the port's interface gone
+        (deleted with its veth peer, or with its namespace)? Then the port leaves the loop
+        for good (a socket with a pending error stays readable: a spin), is down from now
+        on, and ``ports_gone`` counts it once; an interface that is still there is left
+        alone (the error is only counted, in ``rx_errors``)."""
+        if port in self._left:
+            return True
+        p = self.ports[port]
+        try:
+            if socket.if_nametoindex(p.ifname) == p.ifindex:
+                return False
+        except OSError:
+            pass
+        self._left.add(port)
+        self._gone.add(port)
+        self.misc["ports_gone"] += 1
+        log.warning("port %d (%s) is gone: no longer read", port, p.ifname)
+        before = self.oper(port)
+        self.carrier[port] = False
+        self._announce(port, before)
+        return True
 
     def _process(self, data: bytes, port: int, now: float) -> None:
         """Pipeline, then into the egress queue (frames delivered by an ingress shaper)."""
@@ -450,15 +505,10 @@ class Dataplane:
         if n & (n - 1) == 0:  # 1st, 2nd, 4th, 8th, ... occurrence
             log.exception("pipeline failed on a frame from port %d (%d so far)", port, n)
 
-    def _receive_shaped(self, port: int, now: float) -> None:
-        """Read a batch from a port whose ingress link is emulated: into its shaper."""
-        try:
-            frames = self._receive[port](RX_BATCH)
-        except OSError:
-            self.misc["rx_errors"] += 1
-            return
+    def _receive_shaped(self, port: int, frames: list[bytes], now: float) -> None:
+        """A batch read from a port whose ingress link is emulated: into its shaper."""
         rxs = self.rx_stamps.get(port)
-        if frames and rxs is not None and rxs.supported:
+        if rxs is not None and rxs.supported:
             self.lag.queued(rxs.age(), now)
         pc = self.counters[port]
         cap = self.captures.get(port)

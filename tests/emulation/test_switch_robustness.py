@@ -13,7 +13,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
-from common.netns import wait_until
+from common.netns import run, wait_until
 from common.p4runtime_client import P4RuntimeClient, PortEvent
 from common.p4schema.mrc_switch import DropReason
 from common.proto import switch_admin_pb2 as pb
@@ -145,4 +145,38 @@ def test_malformed_frames_are_counted_and_dropped_and_forwarding_continues(lab: 
         # Every malformed frame was dropped for exactly one counted reason.
         total = sum(pkts for pkts, _b in client.read_counter("MrcIngress.drop_reason").values())
         assert total == len(truncated) + len(bad_length) + len(not_ipv6) + len(garbage)
+    assert sw.alive()
+
+
+def _misc(admin: pb_grpc.SwitchAdminStub) -> dict[str, int]:
+    return dict(admin.GetPorts(pb.GetPortsRequest(ports=[1]), timeout=5).counters)
+
+
+@pytest.mark.parametrize("rx_ring", ["ring", "recvmmsg"])
+def test_a_deleted_interface_leaves_the_loop_and_the_rest_forwards(lab: Lab,
+                                                                   rx_ring: str) -> None:
+    """A port whose interface vanishes (its veth peer deleted, as when a host's namespace
+    goes) is down, counted once in ``ports_gone``, no longer read, and the other ports go on
+    forwarding. Before, such a switch kept waking on the dead socket."""
+    ns = lab.namespace("h")
+    for i in (1, 2, 3):
+        lab.wire(f"p{i}", f"h{i}", None, ns)
+    extra = ("--rx-ring", "0") if rx_ring == "recvmmsg" else ()
+    sw = lab.start_switch("s1", {i: lab.ifname(f"p{i}") for i in (1, 2, 3)}, extra=extra)
+    with connect(sw) as client, grpc.insecure_channel(sw.address) as channel:
+        admin = pb_grpc.SwitchAdminStub(channel)
+        route(client, "fd00:0:0:2::", 64, 2)
+        run(["ip", "link", "del", lab.ifname("h3")], netns=ns)
+        assert _next_event(client) == PortEvent(3, False)
+        wait_until(lambda: _misc(admin)["ports_gone"] == 1, 10, "port 3 to leave the loop")
+        before = _misc(admin)
+        sniffer = lab.sniff(ns, [lab.ifname("h2")])
+        lab.send(ns, lab.ifname("h1"), [mrc_frame(DST, psn=30 + i) for i in range(3)]
+                 + [mark_frame(DST)])
+        capture = sniffer.result()
+        assert [psn_of(f) for _, _, f in capture.frames] == [30, 31, 32]
+        after = _misc(admin)
+        assert after["ports_gone"] == 1 and after["rx_errors"] == before["rx_errors"], after
+        ports = admin.GetPorts(pb.GetPortsRequest(ports=[3]), timeout=5).ports
+        assert not ports[0].carrier_up
     assert sw.alive()
