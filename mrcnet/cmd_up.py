@@ -67,6 +67,9 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc", choices=["nscc", "fixed"], default="fixed",
                         help="congestion control of the workloads' QPs: the fixed window "
                              "(--window, default) or NSCC (the run's CC profile 1)")
+    parser.add_argument("--cc-qp", default=None, metavar="HOST:QPN",
+                        help="the QP whose NSCC window, RTT and ECN marks cc.png plots "
+                             "(default: the NSCC writer QP with the most samples)")
     parser.add_argument("--lb", choices=LB_POLICIES, default="rotation",
                         help="load balancing over the EVs (the run's EV profile): the fixed "
                              "rotation (default), REPS (recycle EVs that came back unmarked) "
@@ -105,7 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--run", default=None, metavar="WORKLOAD",
                         help="all-to-all | permutation | pair:SRC:DST; on circuit fabrics "
-                             "PHASE:ALGORITHM (allreduce:rd, reduce-scatter:ring, ...)")
+                             "PHASE:ALGORITHM (allreduce:rd, reduce-scatter:ring, ..., "
+                             "all-to-all:shift, all-to-all:bruck)")
     cmd_collective.add_arguments(parser)
     cli = parser.add_mutually_exclusive_group()
     cli.add_argument("--no-cli", action="store_true", help="do not open the CLI")
@@ -159,9 +163,19 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if rate == "file" else rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
-                      cc=args.cc, lb=args.lb,
+                      cc=args.cc, lb=args.lb, cc_qp=_cc_qp(getattr(args, "cc_qp", None)),
                       show=not args.quiet, tdf=1.0 if tdf is None else tdf,
                       pcap=getattr(args, "pcap", False), rx_ring=ring)
+
+
+def _cc_qp(text: str | None) -> str | None:
+    """``--cc-qp`` checked before anything starts (ValueError)."""
+    if text is None:
+        return None
+    from mrcnet.fabric.ccplot import parse_qp
+
+    parse_qp(text)
+    return text
 
 
 def workload_extra(args: argparse.Namespace) -> dict[str, Any]:

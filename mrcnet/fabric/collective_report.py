@@ -10,14 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcnet.fabric.collectives import Calibration, Outcome
-
-
-def combined(verdicts: Sequence[bool | None]) -> bool | None:
-    """All runs' verdict: false when one was false, true only when every run was measured
-    true, otherwise (a run without evidence, or no run) None."""
-    if any(v is False for v in verdicts):
-        return False
-    return True if verdicts and all(v is True for v in verdicts) else None
+from mrcnet.fabric.fidelity import combined
 
 
 def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -224,6 +224,14 @@ def _figures(w: dict[str, Any]) -> dict[str, Any]:
     return {"lag_fraction": round(w["lag_fraction"], 4),
             "busy_fraction": round(w["busy_fraction"], 4), "tolerance_s": w["tolerance_s"],
             "max_lag_s": w["max_lag_s"], "late": w["late"], "events": w["events"]}
+
+
+def combined(verdicts: Sequence[bool | None]) -> bool | None:
+    """Several runs' verdict: false when one was false, true only when every run was measured
+    true, otherwise (a run without evidence, or no run at all) None."""
+    if any(v is False for v in verdicts):
+        return False
+    return True if verdicts and all(v is True for v in verdicts) else None
 
 
 def verdict(summary: Mapping[str, Any]) -> dict[str, Any]:

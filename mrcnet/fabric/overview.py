@@ -1,6 +1,7 @@
 """A run's figures: ``overview.png`` (goodput per plane, EV states, retransmissions by
 trigger, the queue at the busiest switch port, one row each, for a paper) and the single
-plots ``goodput.png``, ``ev_states.png``, ``retransmissions.png``.
+plots ``goodput.png``, ``ev_states.png``, ``retransmissions.png`` and, with NSCC, ``cc.png``
+(one QP's window, delay and ECN marks: mrcnet/fabric/ccplot.py).
 
 Every figure shows the workloads' windows only (mrcnet/fabric/plotkit.py ``windows``): one
 column per window, widths in proportion to their durations, sharing the y axis per row; link
@@ -128,6 +129,24 @@ def _class_panel(qp_class: str, points: list[tuple[float, int]]) -> Panel:
     return draw
 
 
+def _cc_plot(run: Run) -> Path | None:
+    """cc.png of the chosen QP (mrcnet/fabric/ccplot.py); none without NSCC samples."""
+    import sys
+
+    from mrcnet.fabric import ccplot
+
+    if run.wall_t0 is None:
+        return None
+    try:
+        chosen = ccplot.chosen(run.run_dir, run.wall_t0, run.cc_qp)
+    except ccplot.CcPlotError as exc:  # a QP the run does not have: said, not fatal
+        print(f"[mrcnet] cc.png: {exc}", file=sys.stderr)
+        return None
+    if chosen is None:
+        return None
+    return _draw(run, ccplot.panels(chosen), run.run_dir / "cc.png", 7.5)
+
+
 def write_all(run: Run) -> list[Path]:
     out = []
     busiest = None
@@ -147,6 +166,9 @@ def write_all(run: Run) -> list[Path]:
     out.append(_draw(run, [("Throughput per plane", f"delivered to hosts ({per_s})",
                             goodput)], run.run_dir / "goodput.png", 3.6))
     out.append(_draw(run, [ev_row], run.run_dir / "ev_states.png", 3.6))
+    cc = _cc_plot(run)
+    if cc is not None:
+        out.append(cc)
     series = retransmission_series(run.run_dir, run.wall_t0) if run.wall_t0 is not None else {}
     if series:
         panels: list[tuple[str, str, Panel]] = [

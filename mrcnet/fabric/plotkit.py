@@ -31,6 +31,7 @@ class Run:
     tdf: float
     wall_t0: float | None
     windows: list[tuple[float, float]]
+    cc_qp: str | None = None  # the QP of cc.png (HOST:QPN; None: mrcnet/fabric/ccplot.py picks)
 
     @property
     def virtual(self) -> bool:

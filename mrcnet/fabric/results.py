@@ -16,6 +16,8 @@ Files (``results/runs/<run-id>/``):
   number of transitions to ASSUMED_BAD and of recoveries from it;
 - ``retransmissions.png``: one panel per QP class (MRC, RC): packets retransmitted so far,
   summed over the writer QPs of that class, from their qlog ``mrc:qp_metrics`` samples;
+- ``cc.png`` (runs with NSCC): one QP's window, RTT and queueing delay against the target,
+  and the share of ECN-marked acknowledgements over time (``--cc-qp``, mrcnet/fabric/ccplot.py);
 
 every plot shows the workloads' windows only (one column each when idle time separates
 them), shades each link's (or host port's) down time as a span, one legend entry per kind of
@@ -55,19 +57,21 @@ def write_json(run_dir: Path, data: dict[str, Any]) -> Path:
 def plot(run_dir: Path, samples: list[Sample], link_events: list[dict[str, Any]],
          ev_events: list[dict[str, Any]], planes: int, tdf: float = 1.0,
          wall_t0: float | None = None,
-         workloads: list[tuple[float, float]] | None = None) -> list[Path]:
+         workloads: list[tuple[float, float]] | None = None,
+         cc_qp: str | None = None) -> list[Path]:
     """Write the PNG plots; returns their paths (none without samples). Axes are on the
     run's clock and say "virtual" under time dilation (``tdf`` > 1); ``wall_t0`` is the
     unix time of t = 0 (it places the qlog samples of the retransmission plots);
     ``workloads``: (start, end) of each workload on that clock: the plots show those windows
-    (mrcnet/fabric/plotkit.py, ``windows``) and leave the idle time out."""
+    (mrcnet/fabric/plotkit.py, ``windows``) and leave the idle time out; ``cc_qp``: the QP
+    (HOST:QPN) of ``cc.png`` (mrcnet/fabric/ccplot.py)."""
     if not samples:
         return []
     from mrcnet.fabric import overview
     from mrcnet.fabric.plotkit import Run, windows
 
     spans = windows(workloads, link_events, samples[0].t, samples[-1].t)
-    run = Run(run_dir, samples, link_events, ev_events, planes, tdf, wall_t0, spans)
+    run = Run(run_dir, samples, link_events, ev_events, planes, tdf, wall_t0, spans, cc_qp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # matplotlib's layout notes never reach the console
         return overview.write_all(run)

@@ -131,7 +131,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
              if "started" in w]
     plots = results.plot(fab.run_dir, samples, link_events, list(fab.tracker.events),
                          fab.topo.fabric.planes if fab.topo else 1, fab.clock.tdf, wall_t0,
-                         workloads=spans)
+                         workloads=spans, cc_qp=fab.opts.cc_qp)
     out["plots"] = [str(p) for p in plots]
     results.write_json(fab.run_dir, out)
     return out

@@ -21,11 +21,13 @@ from typing import Any
 
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
+from testbed.bench import verdicts
 
 TICK = os.sysconf("SC_CLK_TCK")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--rate", default="10Gbps")
     parser.add_argument("--size", default="128MiB")
     parser.add_argument("--cc", default="nscc,fixed", help="comma-separated, in order")
@@ -105,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         out["results_dir"] = str(fab.run_dir)
     finally:
         fab.stop()
+    verdict_runs = {cc: out[cc]["faithful"] for cc in ccs}
+    status = verdicts.conclude("clos-qp", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -114,4 +118,4 @@ def run(args: argparse.Namespace) -> int:
                   f"{r['retransmitted_fraction']:.3%}, timeouts {r['timeouts']}, "
                   f"{'faithful' if r['faithful'] else 'NOT faithful'}, CPU us per "
                   f"packet {r['cpu_us_per_packet']}")
-    return 0
+    return status

@@ -27,11 +27,13 @@ from typing import Any
 import yaml
 
 from mrcnet.fabric.fidelity import verdict
+from testbed.bench import verdicts
 
 SLOW = ("p0-leaf0", "p0-spine0")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--rate", default="20Mbps")
     parser.add_argument("--size", default="16MiB")
     parser.add_argument("--lb", default="reps,rotation", help="comma-separated policies")
@@ -123,6 +125,9 @@ def run(args: argparse.Namespace) -> int:
             "reps_goodput_above_rotation": out["reps"]["goodput_bps"] >
             out["rotation"]["goodput_bps"],
         }
+    verdict_runs = {k: v["faithful"] for k, v in out.items()
+                    if isinstance(v, dict) and "faithful" in v}
+    status = verdicts.conclude("congested-path", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -131,4 +136,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"{lb:9s} slow share {r['slow_share']}  goodput {r['goodput_bps'] / 1e6:.1f} "
                   f"Mb/s  retransmitted {r['retransmitted']}  ({r['results_dir']})")
         print(f"targets: {out.get('targets')}")
-    return 0
+    return status

@@ -45,6 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testbed.bench import verdicts
+
 MiB = 1 << 20
 CHUNK = 16 << 10  # bytes per Write: progress (and stalls) are seen at Write completions
 BIN_S = 0.25
@@ -63,6 +65,7 @@ def _delays(text: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--topology", default="clos-1p")
     parser.add_argument("--mode", default=None, help="path mode (default: the topology's)")
     parser.add_argument("--rate", default="20Mbps")
@@ -268,10 +271,13 @@ def run(args: argparse.Namespace) -> int:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out["plot"] = str(plot(out, folder / f"failover-{stamp}.png"))
     out["results"] = str(folder / f"failover-{stamp}.json")
+    verdict_runs = {f"{key} cp-delay {d:g}s": out[key]["runs"][i]["faithful"]
+                    for key, _qp in TRANSPORTS for i, d in enumerate(out["cp_delay_s"])}
+    status = verdicts.conclude("failover", out, verdict_runs, args.strict)
     Path(out["results"]).write_text(json.dumps(out, indent=1) + "\n")
     if args.json:
         print(json.dumps(out))
-        return 0
+        return status
     print("cp-delay  transport  p100 stall  p100 FCT  completed  QP errors  retransmitted")
     for i, delay in enumerate(out["cp_delay_s"]):
         for key, _qp in TRANSPORTS:
@@ -281,4 +287,4 @@ def run(args: argparse.Namespace) -> int:
                   f"{r['retransmitted_bytes'] / MiB:8.1f} MiB")
     print(f"RC / MRC p100 stall: {out['rc_over_mrc_p100_stall']}")
     print(f"plot: {out['plot']}\nresults: {out['results']}")
-    return 0
+    return status

@@ -23,11 +23,14 @@ import json
 import sys
 from typing import Any
 
+from testbed.bench import verdicts
+
 TARGET_FRACTION = 0.9
 WORKLOAD = "all-to-all"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--topology", default="clos-2p")
     parser.add_argument("--rate", default="100Mbps")
     parser.add_argument("--size", default="4MiB", help="bytes per flow")
@@ -96,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
                             and auto["goodput_fraction_of_configured"] >= TARGET_FRACTION
                             and honest),
     }
+    verdict_runs = {"auto": out["auto"]["faithful"]}
+    status = verdicts.conclude("fidelity", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -106,4 +111,4 @@ def run(args: argparse.Namespace) -> int:
                   f"(max lag fraction {r['max_lag_fraction']:.2%})")
         print(f"calibration: {len(cal['probes'])} probes in {cal['seconds']:.0f} s; "
               f"targets met: {out['targets_met']}")
-    return 0
+    return status

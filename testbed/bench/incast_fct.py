@@ -32,6 +32,7 @@ from typing import Any
 from common.classes import DEFAULT_CLASSES, TrafficClass
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
+from testbed.bench import tdfarg, verdicts
 
 DATA_CLASSES = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX, TrafficClass.NO_TRIM)
 KEYS = ("p100_fct_s", "p50_fct_s", "jain_fairness", "trims", "drops", "timeouts",
@@ -39,6 +40,7 @@ KEYS = ("p100_fct_s", "p50_fct_s", "jain_fairness", "trims", "drops", "timeouts"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--topology", default="incast-8")
     parser.add_argument("--receiver", default=None, help="default: the last host")
     parser.add_argument("--rate", default="file",
@@ -48,9 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
     parser.add_argument("--cc", default="nscc,fixed",
                         help="comma-separated congestion controls to run, in order")
-    parser.add_argument("--tdf", type=float, default=4.0,
-                        help="time-dilation factor of the run's clock (rates and times virtual; "
-                             "default 4: at TDF 1 the receiving agent falls behind on 2 cores)")
+    tdfarg.add_tdf(parser, "4")  # at TDF 1 the receiving agent falls behind on 2 cores
     parser.add_argument("--json", action="store_true")
 
 
@@ -173,10 +173,11 @@ def run(args: argparse.Namespace) -> int:
     topo = load(args.topology)
     receiver = args.receiver or topo.hosts[-1].name
     ccs = [c.strip() for c in args.cc.split(",") if c.strip()]
-    fab = Fabric(RunOptions(topology=args.topology, rate=None if args.rate == "file" else args.rate,
-                            window=int(parse_size(args.window)), cc="nscc", lb=args.lb,
-                            show=False, tdf=args.tdf))
+    opts = RunOptions(topology=args.topology, rate=None if args.rate == "file" else args.rate,
+                      window=int(parse_size(args.window)), cc="nscc", lb=args.lb, show=False)
     out: dict[str, Any] = {}
+    opts.tdf = tdfarg.resolve(args, opts, f"incast:{receiver}", size, "incast", out)
+    fab = Fabric(opts)
     summaries: list[dict[str, Any]] = []
     try:
         fab.start()
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         target = fab.calibration.get("nscc", {}).get("target_delay_ns", 0) * 1e-9
         out["nscc_target_delay_s"] = target
         out["base_rtt_s"] = fab.calibration.get("base_rtt")
-        out["tdf"] = args.tdf
+        out["tdf"] = opts.tdf
         if "nscc" in out:
             n = out["nscc"]
             out["targets"] = {
@@ -199,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
         out["results_dir"] = collect(fab, summaries, None)["results_dir"]
     finally:
         fab.stop()
+    verdict_runs = {cc: out[cc]["faithful"] for cc in ccs}
+    status = verdicts.conclude("incast", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -207,4 +210,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"{cc:6s} " + "  ".join(f"{k} {r[k]}" for k in KEYS))
         print(f"targets (nscc): {out.get('targets')}; NSCC target delay "
               f"{out['nscc_target_delay_s'] * 1e3:.2f} ms; results {out['results_dir']}")
-    return 0
+    return status

@@ -23,16 +23,17 @@ from typing import Any
 
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
+from testbed.bench import tdfarg, verdicts
 from testbed.bench.failover_goodput import capacity
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--topology", default="clos-2p")
     parser.add_argument("--mode", default="ecmp")
     parser.add_argument("--rate", default="20Mbps")
     parser.add_argument("--size", default="4MiB", help="bytes per flow")
-    parser.add_argument("--tdf", type=float, default=1.0,
-                        help="time-dilation factor of the run's clock (times are virtual)")
+    tdfarg.add_tdf(parser, "1")
     parser.add_argument("--delay", default=None, help="one-way delay of every link")
     parser.add_argument("--cc", default="nscc", choices=["nscc", "fixed"])
     parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
@@ -49,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
 
     size = parse_size(args.size)
     out: dict[str, Any] = {}
-    fab = Fabric(RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
-                            delay=args.delay, tdf=args.tdf,
-                            cc=args.cc, lb=args.lb, window=int(parse_size(args.window))))
+    opts = RunOptions(topology=args.topology, mode=args.mode, rate=args.rate,
+                      delay=args.delay, cc=args.cc, lb=args.lb,
+                      window=int(parse_size(args.window)))
+    opts.tdf = tdfarg.resolve(args, opts, "shift:2", int(size), "spray", out)
+    fab = Fabric(opts)
     try:
         fab.start()
         assert fab.topo is not None and fab.runner is not None
@@ -75,11 +78,13 @@ def run(args: argparse.Namespace) -> int:
             out[f"{key}_retransmitted"] = int(s["retransmitted_packets"])
             out[f"{key}_timeouts"] = sum(int(f["timeouts"] or 0) for f in s["per_flow"])
         out["ideal_bps"] = round(ideal)
-        out["tdf"] = args.tdf
+        out["tdf"] = opts.tdf
         out["cc"], out["lb"] = args.cc, args.lb
         out["results_dir"] = collect(fab, summaries, None)["results_dir"]
     finally:
         fab.stop()
+    verdict_runs = {"mrc": out["mrc_faithful"], "ecmp": out["ecmp_faithful"]}
+    status = verdicts.conclude("spray", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -87,4 +92,4 @@ def run(args: argparse.Namespace) -> int:
               f"Mb/s), ECMP single path: {out['ecmp_fraction']:.2f} "
               f"({out['ecmp_bps'] / 1e6:.1f} Mb/s); ideal {ideal / 1e6:.1f} Mb/s; "
               f"results {out['results_dir']}")
-    return 0
+    return status

@@ -7,6 +7,8 @@ import json
 import warnings
 from pathlib import Path
 
+import pytest
+
 from hosts.agent.qlog import QlogWriter
 from mrcnet.fabric.liveview import Sample
 from mrcnet.fabric.results import failure_spans, plot, retransmission_series
@@ -32,14 +34,20 @@ def test_failure_spans_pair_downs_with_ups_and_end_open_ones() -> None:
     ]
 
 
-def _jobs(run_dir: Path, host: str, qpn: int, qp_type: str, rtx: list[int], wall0: float,
-          ) -> None:
+def _writer(run_dir: Path, host: str, qpn: int, qp_type: str, wall0: float) -> QlogWriter:
+    """A writer job's files as a run leaves them, and a qlog writer for its QP."""
     d = run_dir / "jobs" / host
     d.mkdir(parents=True, exist_ok=True)
     (d / f"f{qpn}-writer.job.json").write_text(json.dumps({"qp_type": qp_type}))
     (d / f"f{qpn}-writer.result.json").write_text(json.dumps({"qpn": qpn}))
     w = QlogWriter(run_dir / "qlog", host, t0=0.0)
     w.reference_ms = wall0 * 1000.0
+    return w
+
+
+def _jobs(run_dir: Path, host: str, qpn: int, qp_type: str, rtx: list[int], wall0: float,
+          ) -> None:
+    w = _writer(run_dir, host, qpn, qp_type, wall0)
     for i, n in enumerate(rtx):
         w.event(qpn, "mrc:qp_metrics", {"tx_rtx": n}, float(i))
     w.close()
@@ -135,3 +143,39 @@ def test_overview_shows_the_busiest_port_of_the_windows(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         paths = plot(tmp_path, samples, EVENTS, [], planes=2, workloads=[(1.0, 4.0), (7.0, 9.0)])
     assert (tmp_path / "overview.png") in paths
+
+
+def _nscc_qlog(run_dir: Path, host: str, qpn: int, wall0: float, samples: int) -> None:
+    w = _writer(run_dir, host, qpn, "MRC", wall0)
+    for i in range(samples):  # 10 more SACKs per sample, i of them ECN-marked
+        cc = {"cwnd": 8192.0 * (i + 1), "max_wnd": 65536.0, "rtt": 0.002 + 0.001 * i,
+              "avg_delay": 0.0005 * i, "target_delay": 0.003, "sacks": 10 * i,
+              "ecn": sum(range(i + 1))}
+        w.event(qpn, "mrc:qp_metrics", {"tx_rtx": 0, "cc": cc}, 0.5 * i)
+    w.event(qpn + 1, "mrc:qp_metrics", {"cc": {"cwnd": 1.0}}, 0.0)  # fixed window: no plot
+    w.close()
+
+
+def test_the_nscc_plot_of_a_chosen_qp(tmp_path: Path) -> None:
+    from mrcnet.fabric import ccplot
+
+    wall0 = 1_700_000_000.0
+    _nscc_qlog(tmp_path, "h0", 3, wall0, 4)
+    _nscc_qlog(tmp_path, "h1", 5, wall0 + 1.0, 6)
+    s = ccplot.chosen(tmp_path, wall0, None)  # the NSCC writer with the most samples
+    assert s is not None and (s.host, s.qpn) == ("h1", 5)
+    assert s.t == [1.0 + 0.5 * i for i in range(6)]
+    assert s.cwnd == [8192.0 * (i + 1) for i in range(6)] and s.target_delay == 0.003
+    # share of each interval's SACKs that were marked: i marks among 10 new SACKs
+    assert s.ecn_share == [None] + [i / 10 for i in range(1, 6)]
+    named = ccplot.chosen(tmp_path, wall0, "h0:3")
+    assert named is not None and len(named.t) == 4
+    for bad in ("h0:4", "h9:3"):  # no NSCC samples of that QP (fixed window, no file)
+        with pytest.raises(ccplot.CcPlotError, match="no NSCC samples"):
+            ccplot.chosen(tmp_path, wall0, bad)
+    with pytest.raises(ccplot.CcPlotError, match="HOST:QPN"):
+        ccplot.parse_qp("h0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        paths = plot(tmp_path, _samples(), [], [], 2, wall_t0=wall0, cc_qp="h0:3")
+    assert tmp_path / "cc.png" in paths and (tmp_path / "cc.png").stat().st_size > 0
