@@ -22,7 +22,10 @@ OUTBOX_LIMIT = 10_000
 
 
 @dataclass
-class Agent:
+class RegisteredAgent:
+    """A host agent as the controller knows it once it registered (not the agent process,
+    hosts.agent.agent.Agent): its ports, capabilities and the queue of messages to it."""
+
     agent_id: str
     host: str
     ports: dict[int, pb.AgentPort]
@@ -61,11 +64,12 @@ class AgentRegistry:
     """Not thread-safe on its own: the controller state lock serialises access."""
 
     def __init__(self) -> None:
-        self._agents: dict[str, Agent] = {}
+        self._agents: dict[str, RegisteredAgent] = {}
         self._by_host: dict[str, str] = {}
         self._ids = itertools.count(1)
 
-    def register(self, req: pb.RegisterAgentRequest, max_port: int) -> tuple[Agent, Agent | None]:
+    def register(self, req: pb.RegisterAgentRequest, max_port: int
+                 ) -> tuple[RegisteredAgent, RegisteredAgent | None]:
         """Validate and register; returns (new agent, replaced agent of the same host or None)."""
         if not req.host:
             raise invalid("RegisterAgent: host is empty")
@@ -93,13 +97,13 @@ class AgentRegistry:
                         f"RegisterAgent {req.host}: GID {p.gid} is registered by {other.host}"
                     )
         agent_id = f"{req.host}-{next(self._ids)}-{secrets.token_hex(4)}"
-        agent = Agent(agent_id, req.host, ports, tuple(req.capabilities))
+        agent = RegisteredAgent(agent_id, req.host, ports, tuple(req.capabilities))
         old = self.remove_host(req.host)
         self._agents[agent_id] = agent
         self._by_host[req.host] = agent_id
         return agent, old
 
-    def remove_host(self, host: str) -> Agent | None:
+    def remove_host(self, host: str) -> RegisteredAgent | None:
         old_id = self._by_host.pop(host, None)
         if old_id is None:
             return None
@@ -107,17 +111,17 @@ class AgentRegistry:
         old.detach()
         return old
 
-    def get(self, agent_id: str) -> Agent:
+    def get(self, agent_id: str) -> RegisteredAgent:
         try:
             return self._agents[agent_id]
         except KeyError:
             raise not_found(f"no registered agent {agent_id!r} (register first)") from None
 
-    def by_host(self, host: str) -> Agent | None:
+    def by_host(self, host: str) -> RegisteredAgent | None:
         agent_id = self._by_host.get(host)
         return self._agents.get(agent_id) if agent_id else None
 
-    def owner_of(self, gid: ipaddress.IPv6Address) -> tuple[Agent, int] | None:
+    def owner_of(self, gid: ipaddress.IPv6Address) -> tuple[RegisteredAgent, int] | None:
         for agent in self._agents.values():
             port = agent.gid_port(gid)
             if port is not None:
@@ -130,5 +134,5 @@ class AgentRegistry:
                 if not agent.send(msg):
                     break
 
-    def all(self) -> list[Agent]:
+    def all(self) -> list[RegisteredAgent]:
         return list(self._agents.values())

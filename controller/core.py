@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from common.proto import mrc_ctl_pb2 as pb
 from common.vclock import RunClock
 from controller import profile_store as prof
-from controller.agents import Agent, AgentRegistry
+from controller.agents import AgentRegistry, RegisteredAgent
 from controller.collective import Collectives
 from controller.errors import CtlError, ErrorKind, invalid, not_found
 from controller.events import EventHub, Subscription
@@ -270,7 +270,7 @@ class Controller:
             agent = self.agents.get(agent_id)
             return sum(self._report_one(agent, r) for r in reports)
 
-    def _report_one(self, agent: Agent, rep: pb.EvStateReport) -> bool:
+    def _report_one(self, agent: RegisteredAgent, rep: pb.EvStateReport) -> bool:
         agent.ev_reports += 1
         if rep.state not in prof.EVENT_STATES:
             self.counters["ev_reports_rejected"] += 1
@@ -288,7 +288,7 @@ class Controller:
             self.counters["ev_events"] += 1
         return True
 
-    def attach(self, agent_id: str) -> tuple[Agent, int, queue.Queue[pb.ControllerMessage | None]]:
+    def attach(self, agent_id: str) -> tuple[RegisteredAgent, int, queue.Queue[pb.ControllerMessage | None]]:
         """Attach a channel: the agent's outbox restarts with a full snapshot."""
         with self.lock:
             agent = self.agents.get(agent_id)
@@ -302,14 +302,14 @@ class Controller:
             self.counters["agent_attaches"] += 1
             return agent, agent.epoch, agent.outbox
 
-    def detach(self, agent: Agent, epoch: int) -> None:
+    def detach(self, agent: RegisteredAgent, epoch: int) -> None:
         with self.lock:
             if agent.epoch == epoch and agent.attached:
                 agent.attached = False
                 agent.epoch += 1
                 agent.outbox.put(None)
 
-    def on_agent_message(self, agent: Agent, msg: pb.AgentMessage) -> None:
+    def on_agent_message(self, agent: RegisteredAgent, msg: pb.AgentMessage) -> None:
         kind = msg.WhichOneof("msg")
         with self.lock:
             if kind == "ep_result":
@@ -361,7 +361,7 @@ class Controller:
 
     def _ep_prepare(
         self, req: pb.EpBatchRequest
-    ) -> tuple[_EpBatch, list[tuple[Agent, pb.EpCommand]]]:
+    ) -> tuple[_EpBatch, list[tuple[RegisteredAgent, pb.EpCommand]]]:
         if req.op_type not in (pb.EP_OP_EV_PROBE, pb.EP_OP_PORT_STATUS_UPDATE):
             raise invalid("op_type must be EP_OP_EV_PROBE or EP_OP_PORT_STATUS_UPDATE")
         if not req.requests or len(req.requests) > EP_MAX_REQUESTS:
@@ -371,7 +371,7 @@ class Controller:
         if req.req_tc > 63:
             raise invalid("req_tc is a DSCP value (0..63)")
         seen: set[int] = set()
-        plan: list[tuple[Agent, pb.EpRequest]] = []
+        plan: list[tuple[RegisteredAgent, pb.EpRequest]] = []
         for r in req.requests:
             if r.req_id in seen or r.req_id > 0xFFFF:
                 raise invalid(f"req_id {r.req_id} repeated or above 16 bits")
@@ -415,7 +415,7 @@ class Controller:
             commands.append((agent, cmd))
         return batch, commands
 
-    def _ep_result(self, agent: Agent, result: pb.EpResult) -> None:
+    def _ep_result(self, agent: RegisteredAgent, result: pb.EpResult) -> None:
         batch = self._pending.get(result.corr_id)
         if batch is None:
             self.counters["ep_results_late_or_unknown"] += 1
