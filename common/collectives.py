@@ -9,6 +9,12 @@ The chunk is the concatenation of the data blocks listed in ``blocks[u]``: the m
 The per-pair volume of step ``i`` is ``fraction * message_bytes`` with ``fraction =
 len(blocks[u]) / n`` (the same for every sender: the model of the Harvest paper gives each step a
 0/1 matrix and one volume).
+
+All-to-all (``shift``, ``bruck``; phase ``all-to-all``): rank u's message is n blocks, the one
+for rank d at position (d - u) mod n; afterwards position j of rank v holds the block that
+rank (v - j) mod n had at position j, i.e. the one it had for v. In an ``all-to-all`` step the
+receiver takes the sent positions into a staging buffer and copies them over its own once the
+step is over (Bruck forwards blocks it received earlier, from the positions it overwrites).
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-COLLECTIVES = ("rd", "swing", "ring")
-PHASES = ("allreduce", "reduce-scatter", "all-gather")
+COLLECTIVES = ("rd", "swing", "ring", "shift", "bruck")
+PHASES = ("allreduce", "reduce-scatter", "all-gather", "all-to-all")
+ALL_TO_ALL = ("shift", "bruck")  # collectives whose only phase is all-to-all
 
 
 class CollectiveError(ValueError):
@@ -28,7 +35,8 @@ class CollectiveError(ValueError):
 class Step:
     """One communication step: who sends to whom, and which blocks."""
 
-    kind: str  # "reduce-scatter" (receiver adds) or "all-gather" (receiver stores)
+    kind: str  # "reduce-scatter" (receiver adds), "all-gather" (receiver stores) or
+    # "all-to-all" (receiver stores once the step is over: positions it may still be sending)
     sends: tuple[int | None, ...]  # sends[u] = destination rank of u, or None
     blocks: tuple[tuple[int, ...], ...]  # blocks[u] = block indices u sends (empty if idle)
     n_blocks: int
@@ -167,13 +175,51 @@ def ring(n: int, phase: str = "allreduce") -> Collective:
     return Collective(name="ring", phase=phase, n=n, steps=steps)
 
 
-def build(name: str, n: int, phase: str = "allreduce") -> Collective:
-    """Collective by short name: rd, swing or ring."""
-    builders = {"rd": recursive_doubling, "swing": swing, "ring": ring}
+def _check_all_to_all(name: str, phase: str) -> None:
+    if phase != "all-to-all":
+        raise CollectiveError(f"{name} is an all-to-all: its phase is all-to-all, not {phase!r}")
+
+
+def linear_shift(n: int, phase: str = "all-to-all") -> Collective:
+    """All-to-all in n - 1 steps: in step s rank u writes its block for u + s (position s)."""
+    _check_all_to_all("shift", phase)
+    _check_n(n, "linear shift", power_of_two=False)
+    steps = tuple(
+        Step("all-to-all", tuple((u + s) % n for u in range(n)), tuple((s,) for _ in range(n)), n)
+        for s in range(1, n)
+    )
+    return Collective(name="shift", phase=phase, n=n, steps=steps)
+
+
+def bruck(n: int, phase: str = "all-to-all") -> Collective:
+    """Bruck's all-to-all in log2 n steps: in step k rank u writes the positions whose bit k
+    is set (n/2 blocks, some received in earlier steps) to u + 2^k."""
+    _check_all_to_all("bruck", phase)
+    _check_n(n, "bruck", power_of_two=True)
+    q = n.bit_length() - 1
+    steps = tuple(
+        Step("all-to-all", tuple((u + (1 << k)) % n for u in range(n)),
+             tuple(tuple(j for j in range(n) if j >> k & 1) for _ in range(n)), n)
+        for k in range(q)
+    )
+    return Collective(name="bruck", phase=phase, n=n, steps=steps)
+
+
+def build(name: str, n: int, phase: str | None = None) -> Collective:
+    """Collective by short name (rd, swing, ring; shift, bruck). ``phase`` defaults to
+    allreduce, and to all-to-all for the all-to-all algorithms."""
+    builders: dict[str, Callable[[int, str], Collective]] = {
+        "rd": recursive_doubling, "swing": swing, "ring": ring, "shift": linear_shift,
+        "bruck": bruck}
     if name not in builders:
         raise CollectiveError(
             f"unknown collective {name!r}; choose one of {', '.join(COLLECTIVES)}"
         )
+    if phase is None:
+        phase = "all-to-all" if name in ALL_TO_ALL else "allreduce"
+    elif phase == "all-to-all" and name not in ALL_TO_ALL:
+        raise CollectiveError(f"{name} is a reduction; all-to-all runs as "
+                              f"{' or '.join(ALL_TO_ALL)}")
     return builders[name](n, phase)
 
 
@@ -184,6 +230,8 @@ def simulate(coll: Collective) -> list[dict[int, frozenset[int]]]:
     Used by tests and by hosts to check a plan before running it.
     """
     n = coll.n
+    if coll.phase == "all-to-all":
+        return _simulate_all_to_all(coll)
     if coll.phase == "all-gather":
         state = [{u: frozenset(range(n))} for u in range(n)]
     else:
@@ -207,3 +255,23 @@ def simulate(coll: Collective) -> list[dict[int, frozenset[int]]]:
                 else:
                     state[v][b] = contrib
     return state
+
+
+def _simulate_all_to_all(coll: Collective) -> list[dict[int, frozenset[int]]]:
+    """Per rank {position: {the rank whose block it holds}}; raises CollectiveError unless
+    every position j of rank v ends with rank (v - j) mod n's block."""
+    n = coll.n
+    state = [{j: u for j in range(n)} for u in range(n)]
+    for step in coll.steps:
+        if step.kind != "all-to-all":
+            raise CollectiveError(f"an all-to-all has only all-to-all steps, not {step.kind}")
+        arrivals = [(v, {j: state[u][j] for j in step.blocks[u]})
+                    for u, v in enumerate(step.sends) if v is not None]
+        for v, payload in arrivals:  # applied after every send: staging, then copy
+            state[v].update(payload)
+    for v in range(n):
+        wrong = [j for j in range(n) if state[v][j] != (v - j) % n]
+        if wrong:
+            raise CollectiveError(f"{coll.name}: rank {v} ends with the wrong blocks at "
+                                  f"positions {wrong}")
+    return [{j: frozenset({origin}) for j, origin in st.items()} for st in state]

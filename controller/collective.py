@@ -11,10 +11,19 @@ arrives, the controller
 2. reads the cross-connects back from the switch (kept per step for the run's report),
 3. releases the step to every GPU with the release time.
 
-Barrier ``steps + 1`` marks the end. This is the "controller barrier" of docs/harvest.md: the
-seed assumes shared memory inside a scale-up domain; here the GPUs are processes in separate
-network namespaces, and the controller, which must apply the reconfiguration anyway, is the
-natural rendezvous. Its cost (one unix-socket RPC round trip) is part of the calibrated alpha.
+Barrier ``steps + 1`` marks the end. This is the "controller barrier" of docs/harvest.md:
+the seed assumes shared memory inside a scale-up domain; here the GPUs are processes in
+separate network namespaces, and the controller, which must apply the reconfiguration anyway,
+is the natural rendezvous. Its cost (one unix-socket RPC round trip) is part of the calibrated
+alpha.
+
+Barrier "early" (``StartCollectiveRequest.early``): for a reconfiguring step that lists GPUs,
+the reconfiguration starts as soon as those GPUs arrived, while the others may still send
+(what an OCS scheduler overlaps with the tail of a step); packets that meet a port while it
+is dark are dropped and counted by the OCS, and MRC recovers them. The orchestrator lists the
+GPUs that need a changing circuit to finish the previous step
+(controller/harvest/runplan.py ``early_ranks``). The step is released, as always, once every
+GPU arrived and the reconfiguration is done.
 """
 
 from __future__ import annotations
@@ -42,6 +51,9 @@ class _Record:
     dark_start: float = 0.0
     dark_end: float = 0.0
     readback: dict[int, int] = field(default_factory=dict)
+    early: frozenset[int] | None = None  # ranks whose arrival starts the reconfiguration
+    reconfig: str = ""  # "", "running", "done"
+    started_early: bool = False  # it started before the last GPU arrived
 
 
 @dataclass
@@ -103,6 +115,16 @@ class Collectives:
             fabric.check_circuits(circuits, f"interval {k}")
         records = [_Record(i + 1, iv) for i, iv in enumerate(steps)]
         records.append(_Record(len(steps) + 1, steps[-1]))
+        for entry in req.early:
+            if not 2 <= entry.step <= len(steps) or steps[entry.step - 1] == steps[entry.step - 2]:
+                raise invalid(f"early reconfiguration at step {entry.step}: not a step that "
+                              "starts a new interval")
+            if any(r >= len(ranks) for r in entry.ranks):
+                raise invalid(f"early reconfiguration at step {entry.step}: a rank beyond the "
+                              f"{len(ranks)} GPUs")
+            if records[entry.step - 1].early is not None:
+                raise invalid(f"early reconfiguration at step {entry.step} given twice")
+            records[entry.step - 1].early = frozenset(entry.ranks)
         timeout = req.barrier_timeout_s if req.barrier_timeout_s > 0 else 600.0
         session = _Session(name, ranks, intervals, steps, req.alpha_r_s, timeout, records)
         with self._lock:
@@ -144,13 +166,19 @@ class Collectives:
                               f"{req.step - 1} was released")
             rec.arrivals[req.rank] = self.clock()
             last = len(rec.arrivals) == len(s.ranks)
+            early = (not last and rec.early is not None and not rec.reconfig
+                     and rec.early <= rec.arrivals.keys())
+        if early:
+            try:
+                self._reconfigure_once(s, rec)
+            except CtlError as exc:
+                self._fail(s, exc)
+                raise
         if last:
             try:
                 self._release(s, rec)
             except CtlError as exc:
-                with s.cond:
-                    s.error = exc.message
-                    s.cond.notify_all()
+                self._fail(s, exc)
                 raise
         else:
             limit = time.monotonic() + self.wall(s.timeout)
@@ -171,15 +199,52 @@ class Collectives:
         assert rec.released is not None
         return pb.StepBarrierResponse(step=rec.step, released_s=rec.released)
 
-    def _release(self, s: _Session, rec: _Record) -> None:
-        if rec.step <= len(s.step_interval) and rec.interval != s.current:
+    @staticmethod
+    def _fail(s: _Session, exc: CtlError) -> None:
+        with s.cond:
+            s.error = s.error or exc.message
+            s.cond.notify_all()
+
+    def _reconfigure_once(self, s: _Session, rec: _Record) -> None:
+        """Apply the interval of ``rec``'s step unless it is applied or being applied (by
+        the early trigger or by the release, whichever comes first); waits for one that
+        another thread is applying."""
+        with s.cond:
+            if rec.reconfig == "running":
+                limit = time.monotonic() + self.wall(s.timeout)
+                while rec.reconfig == "running" and not s.error:
+                    if time.monotonic() > limit:
+                        raise CtlError(ErrorKind.BUSY, f"step {rec.step}: the reconfiguration "
+                                       f"did not finish within {s.timeout:g} s")
+                    s.cond.wait(1.0)
+                if s.error:
+                    raise CtlError(ErrorKind.BUSY, f"session {s.name} failed: {s.error}")
+                return
+            if rec.reconfig == "done" or rec.interval == s.current:
+                return
+            rec.reconfig = "running"
+            rec.started_early = len(rec.arrivals) < len(s.ranks)
+        try:
             fabric = self._fabric()
             rec.reconfigured = True
             rec.dark_start = self.clock()
             fabric.reconfigure(s.intervals[rec.interval], dark_s=s.alpha_r)
             rec.dark_end = self.clock()
+        except BaseException as exc:
+            with s.cond:  # waiters see the error together with the end of the attempt
+                rec.reconfig = "done"
+                s.error = s.error or f"step {rec.step}: reconfiguration failed: {exc}"
+                s.cond.notify_all()
+            raise
+        with s.cond:
+            rec.reconfig = "done"
             s.current = rec.interval
             s.reconfigurations += 1
+            s.cond.notify_all()
+
+    def _release(self, s: _Session, rec: _Record) -> None:
+        if rec.step <= len(s.step_interval):
+            self._reconfigure_once(s, rec)
         if self._readback is not None and rec.step <= len(s.step_interval):
             rec.readback = self._readback()
         with s.cond:
@@ -201,7 +266,7 @@ class Collectives:
                 first_arrival_s=arrivals[0] if arrivals else 0.0,
                 last_arrival_s=arrivals[-1] if arrivals else 0.0,
                 released_s=r.released or 0.0, dark_start_s=r.dark_start,
-                dark_end_s=r.dark_end)
+                dark_end_s=r.dark_end, early=r.started_early)
             rec.readback.extend(pb.CrossConnect(in_port=i, out_port=o)
                                 for i, o in sorted(r.readback.items()))
         return out

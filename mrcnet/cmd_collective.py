@@ -21,7 +21,7 @@ from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
 if TYPE_CHECKING:
     from mrcnet.fabric.calibrate import Probe, ProbeResult
 
-DEFAULT_DEGREE = {"rd": 1, "swing": 2, "ring": 1}
+DEFAULT_DEGREE = {"rd": 1, "swing": 2, "ring": 1, "shift": 1, "bruck": 1}
 DEFAULT_SCHEDULES = ("static", "every-step", "harvest")
 
 
@@ -47,6 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: rd 1, swing 2, ring 1)")
     parser.add_argument("--dtype", choices=["int32", "float32"], default="int32",
                         help="circuit fabrics: element type of the GPUs' buffers")
+    parser.add_argument("--calibration", default="shapes", metavar="shapes|micro|FILE",
+                        help="circuit fabrics: the cost model's parameters from steps of the "
+                             "collectives' shapes (shapes, the default), from point-to-point "
+                             "micro-benchmarks (micro), or from a file micro wrote "
+                             "(calibration.json of a run folder)")
+    parser.add_argument("--barrier", choices=["all", "early"], default="all",
+                        help="circuit fabrics: a reconfiguration waits for every GPU (all), "
+                             "or starts once the GPUs that need the changing circuits "
+                             "finished the step (early), while the others still send")
 
 
 def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
@@ -56,7 +65,8 @@ def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
     from controller.harvest.model import Params
 
     for name, default in (("schedule", ",".join(DEFAULT_SCHEDULES)), ("alpha_r", None),
-                          ("degree", None), ("dtype", "int32")):
+                          ("degree", None), ("dtype", "int32"), ("barrier", "all"),
+                          ("calibration", "shapes")):
         if not hasattr(args, name):  # `mrcnet run` has only the common options
             setattr(args, name, default)
     phase, algorithm = parse_run(args.run or "allreduce:rd")
@@ -84,9 +94,22 @@ def prepare(args: argparse.Namespace, topo: Any) -> dict[str, Any]:
                 raise ValueError(f"--schedule {name!r}: not one of "
                                  f"{', '.join(schedules.SCHEDULE_KINDS)} and no such file")
             schedules.from_file(Path(name), coll, size, probe)
+    calibration: str | dict[str, Any] = args.calibration
+    if calibration not in ("shapes", "micro"):
+        from controller.harvest.calfile import load
+        from controller.harvest.model import HarvestError
+
+        try:
+            calibration = load(args.calibration)
+        except HarvestError as exc:
+            raise ValueError(f"--calibration: {exc}") from None
+        if calibration.get("fabric", {}).get("gpus", len(gpus)) != len(gpus):
+            raise ValueError(f"--calibration {args.calibration}: calibrated on "
+                             f"{calibration['fabric']['gpus']} GPUs, {topo.name} has "
+                             f"{len(gpus)}")
     return {"collective": algorithm, "phase": phase, "gpus": len(gpus), "degree": degree,
             "size_bytes": size, "dtype": args.dtype, "dark_s": dark, "schedules": names,
-            "coll": coll}
+            "barrier": args.barrier, "calibration": calibration, "coll": coll}
 
 
 def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -95,7 +118,7 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     from mrcnet.fabric.collectives import CollectiveDriver
 
     driver = CollectiveDriver(fab, timeout=timeout)
-    cal = driver.calibrate(spec["size_bytes"], spec["dark_s"])
+    cal = calibration_for(driver, fab, spec)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
             f"{cal.alpha_s * 1e3:.3f} ms, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "
             f"{cal.alpha_r_s * 1e3:.3f} ms")
@@ -105,13 +128,15 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
                                       spec["schedules"]):
         plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
-                               spec["dark_s"], spec["dtype"])
+                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"))
         fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
                 f"{sched.reconfigurations} reconfigurations, model {sched.model_s:.4f} s")
         outcomes.append(driver.run_plan(plan))
-    public = {k: v for k, v in spec.items() if k != "coll"}
+    public = {k: v for k, v in spec.items() if k not in ("coll", "calibration")}
+    public["calibration"] = spec["calibration"] if isinstance(spec["calibration"], str) \
+        else "file"
     out = report.summary(outcomes, cal, {k: public[k] for k in (
-        "collective", "phase", "gpus", "degree", "size_bytes", "dtype")})
+        "collective", "phase", "gpus", "degree", "size_bytes", "dtype", "barrier")})
     out["dark_s"] = spec["dark_s"]
     out["runs"] = [o.to_json() for o in outcomes]
     unit = fab_time_unit(fab)
@@ -122,6 +147,31 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     (fab.run_dir / "collectives.json").write_text(json.dumps(out, indent=1, default=str))
     out["results_dir"] = str(fab.run_dir)
     return out
+
+
+def calibration_for(driver: Any, fab: Any, spec: dict[str, Any]) -> Any:
+    """The run's model parameters: measured now (shapes or micro-benchmarks) or read from a
+    file; a micro-benchmark calibration is saved as ``calibration.json`` in the run folder
+    before any collective runs (each run's plan, with its prediction, is saved before it)."""
+    import time
+
+    from mrcnet.fabric import microcal
+    from mrcnet.fabric.collectives import Calibration
+
+    how = spec.get("calibration", "shapes")
+    if how == "shapes":
+        return driver.calibrate(spec["size_bytes"], spec["dark_s"])
+    if how == "micro":
+        data = driver.calibrate_micro(spec["size_bytes"], spec["dark_s"]).to_json()
+    else:
+        data = {**how, "loaded_unix": time.time()}
+    microcal.save_json(data, fab.run_dir / "calibration.json")
+    se = data["standard_error"]
+    fab.say(f"calibration ({data['method']}): c = {data['bandwidth_bps'] / 1e6:.2f} "
+            f"+- {se['bandwidth_bps'] / 1e6:.2f} Mb/s, alpha = {data['alpha_s'] * 1e3:.3f} "
+            f"+- {se['alpha_s'] * 1e3:.3f} ms, delta = {data['delta_s'] * 1e6:.1f} "
+            f"+- {se['delta_s'] * 1e6:.1f} us")
+    return Calibration.from_file(data, spec["dark_s"])
 
 
 def fab_say(text: str) -> None:

@@ -935,23 +935,33 @@ class CircuitSet(_message.Message):
     def __init__(self, circuits: _Optional[_Iterable[_Union[Circuit, _Mapping]]] = ...) -> None: ...
 
 class StartCollectiveRequest(_message.Message):
-    __slots__ = ("session", "ranks", "intervals", "step_interval", "alpha_r_s", "barrier_timeout_s")
+    __slots__ = ("session", "ranks", "intervals", "step_interval", "alpha_r_s", "barrier_timeout_s", "early")
     SESSION_FIELD_NUMBER: _ClassVar[int]
     RANKS_FIELD_NUMBER: _ClassVar[int]
     INTERVALS_FIELD_NUMBER: _ClassVar[int]
     STEP_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     ALPHA_R_S_FIELD_NUMBER: _ClassVar[int]
     BARRIER_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    EARLY_FIELD_NUMBER: _ClassVar[int]
     session: str
     ranks: _containers.RepeatedScalarFieldContainer[str]
     intervals: _containers.RepeatedCompositeFieldContainer[CircuitSet]
     step_interval: _containers.RepeatedScalarFieldContainer[int]
     alpha_r_s: float
     barrier_timeout_s: float
-    def __init__(self, session: _Optional[str] = ..., ranks: _Optional[_Iterable[str]] = ..., intervals: _Optional[_Iterable[_Union[CircuitSet, _Mapping]]] = ..., step_interval: _Optional[_Iterable[int]] = ..., alpha_r_s: _Optional[float] = ..., barrier_timeout_s: _Optional[float] = ...) -> None: ...
+    early: _containers.RepeatedCompositeFieldContainer[EarlyReconfiguration]
+    def __init__(self, session: _Optional[str] = ..., ranks: _Optional[_Iterable[str]] = ..., intervals: _Optional[_Iterable[_Union[CircuitSet, _Mapping]]] = ..., step_interval: _Optional[_Iterable[int]] = ..., alpha_r_s: _Optional[float] = ..., barrier_timeout_s: _Optional[float] = ..., early: _Optional[_Iterable[_Union[EarlyReconfiguration, _Mapping]]] = ...) -> None: ...
+
+class EarlyReconfiguration(_message.Message):
+    __slots__ = ("step", "ranks")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    step: int
+    ranks: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, step: _Optional[int] = ..., ranks: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class StepRecord(_message.Message):
-    __slots__ = ("step", "interval", "first_arrival_s", "last_arrival_s", "released_s", "reconfigured", "dark_start_s", "dark_end_s", "readback")
+    __slots__ = ("step", "interval", "first_arrival_s", "last_arrival_s", "released_s", "reconfigured", "dark_start_s", "dark_end_s", "readback", "early")
     STEP_FIELD_NUMBER: _ClassVar[int]
     INTERVAL_FIELD_NUMBER: _ClassVar[int]
     FIRST_ARRIVAL_S_FIELD_NUMBER: _ClassVar[int]
@@ -961,6 +971,7 @@ class StepRecord(_message.Message):
     DARK_START_S_FIELD_NUMBER: _ClassVar[int]
     DARK_END_S_FIELD_NUMBER: _ClassVar[int]
     READBACK_FIELD_NUMBER: _ClassVar[int]
+    EARLY_FIELD_NUMBER: _ClassVar[int]
     step: int
     interval: int
     first_arrival_s: float
@@ -970,7 +981,8 @@ class StepRecord(_message.Message):
     dark_start_s: float
     dark_end_s: float
     readback: _containers.RepeatedCompositeFieldContainer[CrossConnect]
-    def __init__(self, step: _Optional[int] = ..., interval: _Optional[int] = ..., first_arrival_s: _Optional[float] = ..., last_arrival_s: _Optional[float] = ..., released_s: _Optional[float] = ..., reconfigured: _Optional[bool] = ..., dark_start_s: _Optional[float] = ..., dark_end_s: _Optional[float] = ..., readback: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ...) -> None: ...
+    early: bool
+    def __init__(self, step: _Optional[int] = ..., interval: _Optional[int] = ..., first_arrival_s: _Optional[float] = ..., last_arrival_s: _Optional[float] = ..., released_s: _Optional[float] = ..., reconfigured: _Optional[bool] = ..., dark_start_s: _Optional[float] = ..., dark_end_s: _Optional[float] = ..., readback: _Optional[_Iterable[_Union[CrossConnect, _Mapping]]] = ..., early: _Optional[bool] = ...) -> None: ...
 
 class CollectiveState(_message.Message):
     __slots__ = ("session", "steps", "reconfigurations", "records", "done", "error")

@@ -8,6 +8,7 @@ import sys
 
 from common.collectives import COLLECTIVES, PHASES, CollectiveError, build
 
+from . import calfile
 from .engine import Result, Synthesizer
 from .model import CircuitTopology, HarvestError, Params
 from .units import fmt_bytes, fmt_time, parse_amount, parse_time
@@ -15,15 +16,21 @@ from .units import fmt_bytes, fmt_time, parse_amount, parse_time
 
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collective", choices=COLLECTIVES, default="rd",
-                        help="rd (recursive doubling, cyclic), swing or ring")
-    parser.add_argument("--phase", choices=PHASES, default="allreduce",
-                        help="whole AllReduce or one of its halves (default allreduce)")
+                        help="rd (recursive doubling, cyclic), swing or ring; shift or bruck "
+                             "(all-to-all)")
+    parser.add_argument("--phase", choices=PHASES, default=None,
+                        help="whole AllReduce or one of its halves (default allreduce); "
+                             "all-to-all for shift and bruck (their default)")
     parser.add_argument("--gpus", type=int, default=8, help="number of GPUs n")
     parser.add_argument("--degree", type=int, default=1, help="optical ports per GPU d")
     parser.add_argument("--bandwidth", default="800G",
                         help="link capacity c in bit/s per circuit (e.g. 800G, 1e11)")
     parser.add_argument("--alpha", default="0", help="per-step overhead (e.g. 500ns)")
     parser.add_argument("--delta", default="0", help="per-hop propagation delay (e.g. 500ns)")
+    parser.add_argument("--calibration", default=None, metavar="FILE",
+                        help="take bandwidth, alpha and delta from a micro-benchmark "
+                             "calibration (calibration.json of `mrcnet up ... --calibration "
+                             "micro`); they replace --bandwidth, --alpha and --delta")
     parser.add_argument("--method", choices=("auto", "exact", "restricted"), default="auto",
                         help="auto: proofs where known, conic program up to --exact-max-n, "
                              "restricted circulant search beyond; exact: conic program always")
@@ -50,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def params_from(args: argparse.Namespace, alpha_r: float = 0.0) -> Params:
+    if getattr(args, "calibration", None):
+        data = calfile.load(args.calibration)
+        p = Params(degree=args.degree, bandwidth_bps=float(data["bandwidth_bps"]),
+                   alpha=float(data["alpha_s"]), delta=float(data["delta_s"]),
+                   alpha_r=alpha_r)
+        p.validate()
+        return p
     p = Params(
         degree=args.degree,
         bandwidth_bps=parse_amount(args.bandwidth, "bps", "bandwidth"),

@@ -64,20 +64,33 @@ class StepRoutes:
     pairs: dict[tuple[int, int], PairRoute]
 
 
-def assign_ports(topo: CircuitTopology, degree: int) -> tuple[PortCircuit, ...]:
-    """One circuit per unit of x_uv, ports handed out in sorted edge order."""
-    next_out = [0] * topo.n
-    next_in = [0] * topo.n
+def assign_ports(topo: CircuitTopology, degree: int,
+                 keep: Sequence[PortCircuit] = ()) -> tuple[PortCircuit, ...]:
+    """One circuit per unit of x_uv. Circuits of ``keep`` (the previous interval's) whose
+    edge the topology still has stay on their ports, so a reconfiguration darkens only the
+    ports whose circuit really changes; the other ports are handed out in sorted edge order."""
+    want = {(u, v): count for u, v, count in topo.edges}
+    used_out: list[set[int]] = [set() for _ in range(topo.n)]
+    used_in: list[set[int]] = [set() for _ in range(topo.n)]
     out: list[PortCircuit] = []
-    for u, v, count in topo.edges:
-        for _ in range(count):
-            if next_out[u] >= degree or next_in[v] >= degree:
+    for c in keep:
+        if want.get((c.src, c.dst), 0) > 0 and c.src_port < degree and c.dst_port < degree \
+                and c.src_port not in used_out[c.src] and c.dst_port not in used_in[c.dst]:
+            want[(c.src, c.dst)] -= 1
+            used_out[c.src].add(c.src_port)
+            used_in[c.dst].add(c.dst_port)
+            out.append(c)
+    for u, v, _count in topo.edges:
+        for _ in range(want[(u, v)]):
+            free_out = [p for p in range(degree) if p not in used_out[u]]
+            free_in = [p for p in range(degree) if p not in used_in[v]]
+            if not free_out or not free_in:
                 raise HarvestError(f"the topology needs more than {degree} ports at GPU "
-                                   f"{u if next_out[u] >= degree else v}")
-            out.append(PortCircuit(u, next_out[u], v, next_in[v]))
-            next_out[u] += 1
-            next_in[v] += 1
-    return tuple(out)
+                                   f"{u if not free_out else v}")
+            out.append(PortCircuit(u, free_out[0], v, free_in[0]))
+            used_out[u].add(free_out[0])
+            used_in[v].add(free_in[0])
+    return tuple(sorted(out, key=lambda c: (c.src, c.dst, c.src_port, c.dst_port)))
 
 
 def _adjacency(n: int, circuits: Sequence[PortCircuit]) -> list[list[tuple[int, int]]]:

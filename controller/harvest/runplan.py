@@ -20,6 +20,11 @@ a path is the hop list ``[[gpu, out_port], ...]`` from source towards destinatio
 ``buckets[b]`` the path EV bucket b takes (routes of every ordered pair: the step's demand
 with the model's split, everything else one shortest path). GPUs build their router tables
 from the routes and run the steps of ``common.collectives`` for (collective, phase, gpus).
+
+``with_barrier(plan, "early")`` adds ``"barrier": "early"`` and, to every step that starts a
+new interval, ``reconfigure_after`` (the GPUs whose arrival at the step's barrier lets the
+controller start the reconfiguration: ``early_ranks``) and ``hidden_reconfiguration_s``
+(the dark time the model overlaps with the previous step, subtracted from ``model_s``).
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from typing import Any
 from common.collectives import Collective
 
 from .model import HarvestError, Pattern, demands_of
-from .routing import assign_ports, step_routes
+from .routing import PortCircuit, assign_ports, step_routes
 from .schedules import Schedule
 
 PLAN_VERSION = 1
 DTYPES = ("int32", "float32")
+BARRIERS = ("all", "early")
 DEFAULT_BUCKETS = 64
 
 
@@ -54,9 +60,10 @@ def build_plan(
                            f"bytes ({coll.n} blocks of {dtype}), got {message_bytes}")
     demands = demands_of(coll, message_bytes)
     intervals = []
-    circuits_of = []
+    circuits_of: list[tuple[PortCircuit, ...]] = []
     for iv in schedule.intervals:
-        circuits = assign_ports(iv.topology, degree)
+        # circuits that stay keep their ports: only the ports whose circuit changes go dark
+        circuits = assign_ports(iv.topology, degree, circuits_of[-1] if circuits_of else ())
         circuits_of.append(circuits)
         intervals.append({
             "steps": [iv.first, iv.last],
@@ -113,6 +120,80 @@ def build_plan(
     }
 
 
+def changing_circuits(plan: dict[str, Any], before: int, after: int) -> set[tuple[int, int]]:
+    """GPU ports (rank, port) whose circuit differs between two intervals: the OCS input
+    ports a reconfiguration darkens."""
+    def of(k: int) -> dict[tuple[int, int], tuple[int, int]]:
+        return {(u, pu): (v, pv) for u, pu, v, pv in plan["intervals"][k]["circuits"]}
+
+    old, new = of(before), of(after)
+    return {src for src in old.keys() | new.keys() if old.get(src) != new.get(src)}
+
+
+def early_ranks(plan: dict[str, Any], step: int) -> list[int]:
+    """The GPUs that must have finished step ``step - 1`` before the reconfiguration into
+    ``step`` may start (barrier "early"): both ends of every transfer of that step that has
+    no path avoiding every changing circuit, for its data or for the acknowledgements
+    coming back (the route of the reverse pair). A transfer with such a path may still be
+    sending when its other paths go dark: what meets a dark port is dropped and MRC resends
+    it on the paths that work."""
+    prev, cur = plan["steps"][step - 2], plan["steps"][step - 1]
+    changed = changing_circuits(plan, prev["interval"], cur["interval"])
+    routes = prev["routes"]
+
+    def survives(src: int, dst: int) -> bool:
+        route = routes.get(f"{src}>{dst}")
+        if route is None:
+            return False
+        used = {int(b) for b in route["buckets"]}
+        return any(all((g, port) not in changed for g, port in route["paths"][i])
+                   for i in used)
+
+    need: set[int] = set()
+    for u, v in enumerate(prev["sends"]):
+        if v is not None and not (survives(u, v) and survives(v, u)):
+            need |= {u, int(v)}
+    return sorted(need)
+
+
+def hidden_reconfiguration_s(plan: dict[str, Any], step: int, required: Sequence[int]) -> float:
+    """The model's share of a reconfiguration's dark time that overlaps step ``step - 1``
+    under barrier "early": the reconfiguration starts when the last of ``required`` (or,
+    without any, the first GPU) finished, every GPU with a transfer finishing at the step's
+    model time and an idle one at once."""
+    prev = plan["steps"][step - 2]
+    t = float(prev["model_s"])
+    active = {u for u, v in enumerate(prev["sends"]) if v is not None}
+    active |= {int(v) for v in prev["sends"] if v is not None}
+    finish = [t if u in active else 0.0 for u in range(len(prev["sends"]))]
+    start = max([min(finish), *(finish[u] for u in required)])
+    return max(0.0, min(float(plan["model"]["alpha_r_s"]), t - start))
+
+
+def with_barrier(plan: dict[str, Any], barrier: str) -> dict[str, Any]:
+    """The plan under barrier ``all`` (every reconfiguration waits for every GPU) or
+    ``early`` (each reconfiguring step lists ``reconfigure_after``, its ``early_ranks``, and
+    the model subtracts the dark time that overlaps the previous step)."""
+    if barrier not in BARRIERS:
+        raise HarvestError(f"barrier must be one of {', '.join(BARRIERS)}, got {barrier!r}")
+    plan["barrier"] = barrier
+    if barrier == "all":
+        return plan
+    hidden_total = 0.0
+    steps = plan["steps"]
+    for i in range(1, len(steps)):
+        if steps[i]["interval"] == steps[i - 1]["interval"]:
+            continue
+        required = early_ranks(plan, i + 1)
+        hidden = hidden_reconfiguration_s(plan, i + 1, required)
+        steps[i]["reconfigure_after"] = required
+        steps[i]["hidden_reconfiguration_s"] = hidden
+        hidden_total += hidden
+    plan["model"]["hidden_reconfiguration_s"] = hidden_total
+    plan["model"]["model_s"] = float(plan["model"]["model_s"]) - hidden_total
+    return plan
+
+
 def circuit_text(plan: dict[str, Any], interval: int) -> list[str]:
     """The interval's circuits as 'gpu:port -> gpu:port' (the controller's circuit syntax)."""
     ranks = plan["ranks"]
@@ -120,4 +201,6 @@ def circuit_text(plan: dict[str, Any], interval: int) -> list[str]:
             for u, pu, v, pv in plan["intervals"][interval]["circuits"]]
 
 
-__all__ = ["DEFAULT_BUCKETS", "DTYPES", "PLAN_VERSION", "build_plan", "circuit_text"]
+__all__ = ["BARRIERS", "DEFAULT_BUCKETS", "DTYPES", "PLAN_VERSION", "build_plan",
+           "changing_circuits", "circuit_text", "early_ranks", "hidden_reconfiguration_s",
+           "with_barrier"]

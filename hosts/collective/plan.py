@@ -78,8 +78,8 @@ def _custom_step(st: Any, n: int) -> Step:
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"step {st.get('step') if isinstance(st, dict) else '?'}: needs kind, "
                         f"sends and blocks ({exc})") from None
-    if kind not in ("reduce-scatter", "all-gather"):
-        raise PlanError(f"step kind {kind!r} is not reduce-scatter or all-gather")
+    if kind not in ("reduce-scatter", "all-gather", "all-to-all"):
+        raise PlanError(f"step kind {kind!r} is not reduce-scatter, all-gather or all-to-all")
     if len(sends) != n or len(blocks) != n:
         raise PlanError(f"a step needs sends and blocks for each of the {n} GPUs")
     for u, v in enumerate(sends):

@@ -8,10 +8,11 @@ band (``Exchange``) and the peers' read back.
 
 Step i (1-based): wait at the barrier for step i (the controller releases it once every GPU
 arrived and the OCS serves step i's topology), switch the router to step i's routes, write
-every block of ``blocks[rank]`` to the peer (reduce-scatter: into its staging area; all-gather:
-into its data buffer at the block's offset), the last Write a WriteImm carrying the step
-number; then wait for the own Writes' completions and the peer's WriteImm, and add the
-received blocks (reduce-scatter). A final barrier (step s + 1) reports the end.
+every block of ``blocks[rank]`` to the peer (reduce-scatter and all-to-all: into its staging
+area; all-gather: into its data buffer at the block's offset), the last Write a WriteImm
+carrying the step number; then wait for the own Writes' completions and the peer's WriteImm,
+and add the received blocks (reduce-scatter) or copy them over the own (all-to-all: only now,
+as this rank may have been sending from the same positions). A final barrier (step s + 1) reports the end.
 
 Blocks are contiguous ranges of ``size / n`` bytes (block b at offset b x block size).
 """
@@ -206,7 +207,7 @@ class CollectiveRunner:
         if dst is not None and st.blocks[me]:
             qp = self.qps[dst]
             remote = self._remote[dst]
-            addr, rkey = remote["staging" if st.kind == "reduce-scatter" else "data"]
+            addr, rkey = remote["data" if st.kind == "all-gather" else "staging"]
             blocks = st.blocks[me]
             for k, b in enumerate(blocks):
                 last = k == len(blocks) - 1
@@ -250,6 +251,13 @@ class CollectiveRunner:
                     self.data[lo:lo + items] += self.staging[lo:lo + items]
                     timing.bytes_received += block
             self.result.reduce_s += time.process_time() - t0
+        elif st.kind == "all-to-all":  # own Writes are acknowledged: the positions are free
+            items = self.block_items
+            for src in sources:
+                for b in st.blocks[src]:
+                    lo = b * items
+                    self.data[lo:lo + items] = self.staging[lo:lo + items]
+                    timing.bytes_received += block
         else:
             for src in sources:
                 timing.bytes_received += block * len(st.blocks[src])
@@ -279,6 +287,8 @@ class CollectiveRunner:
                 mask[b * items:(b + 1) * items] = True
         elif plan.collective.phase == "all-gather":
             return self._verify_all_gather()
+        elif plan.collective.phase == "all-to-all":
+            return self._verify_all_to_all()
         else:
             mask = np.ones(self.count, dtype=bool)
         got = self.data[mask]
@@ -308,5 +318,18 @@ class CollectiveRunner:
         for b in range(self.plan.n):
             src = make_input(self.seed, b, self.plan.dtype, self.count)[b * items:(b + 1) * items]
             ok = ok and bool(np.array_equal(self.data[b * items:(b + 1) * items], src))
+        self.result.verified = ok
+        return ok
+
+    def _verify_all_to_all(self) -> bool:
+        """All-to-all: position j of this rank holds what rank (rank - j) mod n had at
+        position j, its block for this rank (common/collectives.py)."""
+        n, items = self.plan.n, self.block_items
+        ok = True
+        for j in range(n):
+            origin = (self.rank - j) % n
+            src = make_input(self.seed, origin, self.plan.dtype, self.count)
+            ok = ok and bool(np.array_equal(self.data[j * items:(j + 1) * items],
+                                            src[j * items:(j + 1) * items]))
         self.result.verified = ok
         return ok

@@ -33,6 +33,7 @@ from common.proto import mrc_ctl_pb2 as pb
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
 from controller.harvest.model import CircuitTopology, HarvestError, Params
+from mrcnet.fabric import microcal
 from mrcnet.fabric.fidelity import agent_windows, assess, warning
 from mrcnet.fabric.hostjobs import write_json
 
@@ -112,6 +113,9 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Calibration:
+    """The cost model's parameters as the schedules use them (alpha_r: the whole gap a
+    reconfiguration adds, dark time included)."""
+
     bandwidth_bps: float
     alpha_s: float
     delta_s: float
@@ -121,6 +125,15 @@ class Calibration:
 
     def params(self, degree: int) -> Params:
         return Params(degree, self.bandwidth_bps, self.alpha_s, self.delta_s, self.alpha_r_s)
+
+    @staticmethod
+    def from_file(data: dict[str, Any], dark_s: float) -> Calibration:
+        """A saved micro-benchmark calibration (microcal.load) for runs with ``dark_s``."""
+        return Calibration(float(data["bandwidth_bps"]), float(data["alpha_s"]),
+                           float(data["delta_s"]),
+                           dark_s + float(data["alpha_r_overhead_s"]),
+                           {"samples": [float(s["seconds"]) for s in data.get("samples", [])]},
+                           tuple(str(x) for x in data.get("notes", [])))
 
     def to_json(self) -> dict[str, Any]:
         return {"bandwidth_bps": self.bandwidth_bps, "alpha_s": self.alpha_s,
@@ -156,6 +169,7 @@ class CollectiveDriver:
         folder = fab.run_dir / "collectives" / tag
         folder.mkdir(parents=True, exist_ok=True)
         plan_path = folder / "plan.json"
+        plan.setdefault("predicted_unix", time.time())  # the model's prediction precedes the run
         plan_path.write_text(json.dumps(plan))
         circuits = [[pb.Circuit(src=t.split(" -> ")[0], dst=t.split(" -> ")[1])
                      for t in runplan.circuit_text(plan, k)]
@@ -164,7 +178,10 @@ class CollectiveDriver:
             session=tag, ranks=self.ranks, alpha_r_s=float(plan.get("dark_s", 0.0)),
             barrier_timeout_s=self.timeout,
             intervals=[pb.CircuitSet(circuits=c) for c in circuits],
-            step_interval=[st["interval"] for st in plan["steps"]])
+            step_interval=[st["interval"] for st in plan["steps"]],
+            early=[pb.EarlyReconfiguration(step=int(st["step"]),
+                                           ranks=[int(r) for r in st["reconfigure_after"]])
+                   for st in plan["steps"] if "reconfigure_after" in st])
         mark = fab.fidelity.mark() if fab.fidelity is not None else None
         drops_before = self._dark_drops()
         fab.ctl.fabric.StartCollective(req, timeout=30)
@@ -235,7 +252,7 @@ class CollectiveDriver:
         timeline = [{"step": r.step, "interval": r.interval, "reconfigured": r.reconfigured,
                      "first_arrival_s": r.first_arrival_s, "last_arrival_s": r.last_arrival_s,
                      "released_s": r.released_s, "dark_start_s": r.dark_start_s,
-                     "dark_end_s": r.dark_end_s} for r in recs]
+                     "dark_end_s": r.dark_end_s, "early": r.early} for r in recs]
         return Outcome(tag, plan, steps, recs[s].last_arrival_s - recs[0].last_arrival_s,
                        state.reconfigurations, verified, results,
                        started=recs[0].last_arrival_s,
@@ -268,7 +285,8 @@ class CollectiveDriver:
 
     # -- plans ---------------------------------------------------------------------------
     def plan_for(self, coll: Collective, schedule: schedules.Schedule, size: int, degree: int,
-                 params: Params, dark_s: float, dtype: str = "int32") -> dict[str, Any]:
+                 params: Params, dark_s: float, dtype: str = "int32",
+                 barrier: str = "all") -> dict[str, Any]:
         if degree > self.ports:
             raise HarvestError(f"degree {degree} needs {degree} optical ports per GPU; "
                                f"{self.fab.topo.name} has {self.ports}")
@@ -279,7 +297,7 @@ class CollectiveDriver:
                                   bandwidth_bps=params.bandwidth_bps, alpha_s=params.alpha,
                                   delta_s=params.delta)
         plan["dark_s"] = dark_s
-        return plan
+        return runplan.with_barrier(plan, barrier)
 
     # -- calibration ---------------------------------------------------------------------
     def calibrate(self, message_bytes: int, dark_s: float,
@@ -339,6 +357,32 @@ class CollectiveDriver:
                            {"near_1_block_s": cost["near1"], "near_n2_blocks_s": cost["nearN"],
                             "far_1_block_s": cost["far1"], "plain_gap_s": plain_gaps,
                             "reconfig_gap_s": reconf_gaps}, tuple(notes))
+
+    def calibrate_micro(self, message_bytes: int, dark_s: float) -> microcal.MicroCalibration:
+        """The model's parameters from point-to-point micro-benchmarks
+        (mrcnet/fabric/microcal.py), never from the shapes the collectives run."""
+        n = self.n
+        plan_design = microcal.design(n)
+        topo = {"ring": CircuitTopology.circulant(n, [1]),
+                "back": CircuitTopology.circulant(n, [n - 1])}
+        ivs = [(a, b, topo[name]) for a, b, name in plan_design.intervals]
+        rough = Params(1, 1e9, 0.0, 0.0, 0.0)
+        sched = schedules.evaluate("micro-calibration", plan_design.collective, message_bytes,
+                                   rough, ivs)
+        plan = runplan.build_plan(plan_design.collective, sched, message_bytes, 1, self.ranks)
+        plan["collective"] = "custom"
+        plan["dark_s"] = dark_s
+        self.say(f"calibrating on {n} GPUs from micro-benchmarks: {plan_design.steps} steps")
+        out = self.run_plan(plan, tag=f"c{self.count + 1}-micro-calibration")
+        self.calibration_run = out
+        cal = microcal.measure(plan_design.kinds, [m.gap_s + m.step_s for m in out.steps],
+                               [m.gap_s for m in out.steps], message_bytes // n, dark_s)
+        topology = self.fab.topo
+        cal.fabric = {"topology": topology.name, "gpus": n,
+                      "link_rate_bps": topology.links[0].params.rate_bps,
+                      "tdf": self.fab.clock.tdf, "run": out.tag,
+                      "faithful": out.faithful}
+        return cal
 
     # -- schedules -------------------------------------------------------------------------
     def schedules_for(self, coll: Collective, size: int, degree: int, params: Params,

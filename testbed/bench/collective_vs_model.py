@@ -16,6 +16,10 @@ S = {"measured_s",
 doubling reduce-scatter on the static ring C(1) against a direct topology per step, measured
 and model speedups (the paper: 1.85x measured, 1.71x model).
 
+``--validate`` predicts runs from a micro-benchmark calibration instead and reports the
+model's error over collectives, sizes and reconfiguration delays
+(testbed/bench/collective_validation.py).
+
 ``--sweep-alpha-r T1,T2,...`` also runs the three schedules for each OCS dark time and writes
 ``collective_sweep.png`` (measured and model completion time over alpha_r) in the results
 folder.
@@ -28,13 +32,18 @@ import json
 import sys
 from typing import Any
 
+from common.collectives import COLLECTIVES
+from testbed.bench import collective_validation, verdicts
+
 DEFAULT_SWEEP = "0,20ms,60ms,120ms,250ms,500ms"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
     parser.add_argument("--topology", default="scaleup-ocs")
-    parser.add_argument("--collective", default="rd", choices=["rd", "swing", "ring"])
-    parser.add_argument("--phase", default="allreduce")
+    parser.add_argument("--collective", default="rd", choices=list(COLLECTIVES))
+    parser.add_argument("--phase", default=None,
+                        help="default allreduce (all-to-all for shift and bruck)")
     parser.add_argument("--degree", type=int, default=None)
     parser.add_argument("--size", default="2MiB", help="message size per GPU")
     parser.add_argument("--rate", default="20Mbps", help="every link's rate")
@@ -42,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha-r", default="250ms",
                         help="OCS dark time per reconfiguration (default 250ms: with 2 MiB at "
                              "20 Mb/s, Harvest's schedule differs from both baselines there)")
+    parser.add_argument("--barrier", choices=["all", "early"], default="all",
+                        help="a reconfiguration waits for every GPU (all) or for the GPUs "
+                             "that need the changing circuits (early)")
     parser.add_argument("--sweep-alpha-r", nargs="?", const=DEFAULT_SWEEP, default=None,
                         metavar="T1,T2,...", help="also sweep the dark time (default "
                         f"{DEFAULT_SWEEP}) and plot completion time over it")
@@ -51,6 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="per collective run, seconds of the run's clock")
     parser.add_argument("--json", action="store_true")
+    collective_validation.add_arguments(parser)
 
 
 def _say(text: str) -> None:
@@ -58,6 +71,8 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.validate:
+        return collective_validation.run_validation(args)
     from common.collectives import build
     from common.units import parse_duration, parse_size
     from controller.harvest.model import Params
@@ -87,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             p = Params(d, cal.bandwidth_bps, cal.alpha_s, cal.delta_s, dark_s + overhead)
             runs = []
             for sched in driver.schedules_for(c, size, d, p, names):
-                plan = driver.plan_for(c, sched, size, d, p, dark_s)
+                plan = driver.plan_for(c, sched, size, d, p, dark_s,
+                                       barrier=args.barrier)
                 _say(f"{c.phase} {c.name}, {sched.name}, dark {dark_s * 1e3:g} ms: model "
                      f"{sched.model_s:.3f} s")
                 runs.append(driver.run_plan(plan))
@@ -96,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         main = run_schedules(coll, degree, dark, ["static", "every-step", "harvest"])
         out = report.summary(main, cal, {
             "collective": coll.name, "phase": coll.phase, "gpus": coll.n, "degree": degree,
-            "size_bytes": size})
+            "size_bytes": size, "barrier": args.barrier})
         assert fab.topo is not None
         out["link_rate_bps"] = fab.topo.links[0].params.rate_bps
         out["tdf"] = args.tdf
@@ -126,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
         (fab.run_dir / "bench_collective.json").write_text(json.dumps(out, indent=1))
     finally:
         fab.stop()
+    verdict_runs = {name: s["faithful"] for name, s in out["schedules"].items()}
+    status = verdicts.conclude("collective", out, verdict_runs, args.strict)
     if args.json:
         print(json.dumps(out))
     else:
@@ -139,4 +157,4 @@ def run(args: argparse.Namespace) -> int:
               f"{shape['measured_speedup']:.2f}x, model {shape['model_speedup']:.2f}x")
         print(f"results: {out['results_dir']}")
     ok = all(s["verified"] for s in out["schedules"].values())
-    return 0 if ok else 1
+    return status if ok else 1

@@ -5,8 +5,11 @@ One fabric (scaleup-ocs: 8 GPUs, 2 optical ports each) runs recursive doubling (
 every GPU's buffer equals the int32 sum of all inputs (recomputed here, independently of the
 GPUs), the cross-connects read back from the OCS over P4Runtime before each step equal the
 schedule's circuits, the controller counted as many reconfigurations as the schedule has, and
-frames were forwarded by GPUs where the topology is multi-hop. Then: a schedule that does not
-fit is refused before anything starts, and nothing of the run is left behind.
+frames were forwarded by GPUs where the topology is multi-hop. Linear-shift and Bruck
+all-to-all leave every GPU with each peer's block for it. A reconfiguration under
+traffic (barrier "early") drops frames on the dark port, MRC recovers them and every buffer is
+exact; with barrier "all" no frame meets a dark port. Then: a schedule that does not fit is
+refused before anything starts, and nothing of the run is left behind.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,10 +28,13 @@ import numpy as np
 import pytest
 
 from common.collectives import build
+from controller.harvest import calfile
 from controller.harvest.model import Params
-from hosts.collective.runner import expected_sum
-from mrcnet.fabric.collectives import CollectiveDriver
+from hosts.collective.runner import expected_sum, make_input
+from mrcnet.fabric import microcal
+from mrcnet.fabric.collectives import Calibration, CollectiveDriver
 from mrcnet.fabric.orchestrator import Fabric, RunOptions
+from tests.overlap_plan import READER, WRITER, expected_digests, overlap_plan
 
 pytestmark = pytest.mark.emulation
 REPO = Path(__file__).resolve().parents[2]
@@ -91,6 +98,89 @@ def test_allreduce_on_real_circuits(domain: tuple[Fabric, CollectiveDriver], alg
     assert all(g["router"]["hop_limit"] == 0 for g in out.gpus)
     if algorithm == "rd" and schedule == "harvest":
         assert 0 < sched.reconfigurations < 5  # between static (0) and every step (4)
+
+
+def _all_to_all_digest(seed: int, rank: int, n: int, size: int) -> str:
+    """Rank ``rank``'s buffer after an all-to-all, from the inputs: position j holds what
+    rank (rank - j) mod n had at position j (its block for ``rank``)."""
+    items = size // 4 // n
+    out = np.empty(size // 4, dtype=np.int32)
+    for j in range(n):
+        origin = make_input(seed, (rank - j) % n, "int32", size // 4)
+        out[j * items:(j + 1) * items] = origin[j * items:(j + 1) * items]
+    return hashlib.sha256(out.tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize(("algorithm", "schedule"),
+                         [("shift", "harvest"), ("bruck", "static"), ("bruck", "every-step")])
+def test_all_to_all_on_real_circuits(domain: tuple[Fabric, CollectiveDriver], algorithm: str,
+                                     schedule: str) -> None:
+    """Linear shift and Bruck all-to-all as the engine schedules them: every GPU's buffer
+    holds each peer's block for it (Bruck relays blocks over several steps)."""
+    _fab, driver = domain
+    coll = build(algorithm, 8, "all-to-all")
+    params = Params(1, RATE, 1e-3, 1e-4, 0.03)
+    sched = driver.schedules_for(coll, SIZE, 1, params, [schedule])[0]
+    out = driver.run_plan(driver.plan_for(coll, sched, SIZE, 1, params, dark_s=0.03),
+                          seed=SEED)
+    assert [g["sha256"] for g in out.gpus] == [_all_to_all_digest(SEED, r, 8, SIZE)
+                                              for r in range(8)]
+    assert out.verified is True and out.errors == []
+    assert out.reconfigurations == sched.reconfigurations
+    assert all(m.circuits_ok for m in out.steps)
+
+
+def test_micro_benchmark_calibration_predicts_before_the_run(
+        domain: tuple[Fabric, CollectiveDriver], tmp_path: Path) -> None:
+    """Point-to-point micro-benchmarks (not the collective's shapes) give the model's
+    parameters; saved and read back, they predict a run whose plan, with the prediction and
+    its time, is in the run folder before the run starts."""
+    fab, driver = domain
+    cal = driver.calibrate_micro(SIZE, 0.03)
+    assert 0 < cal.fit.bandwidth_bps <= RATE  # payload across a 20 Mb/s circuit
+    assert cal.fit.alpha_s >= 0 and cal.fit.delta_s >= 0
+    assert len(cal.samples) == len(microcal.HOPS) * len(microcal.BLOCK_COUNTS) * \
+        microcal.REPEATS
+    data = calfile.load(microcal.save(cal, tmp_path / "calibration.json"))
+    params = Calibration.from_file(data, 0.03).params(1)
+    coll = build("rd", 8)
+    sched = driver.schedules_for(coll, SIZE, 1, params, ["every-step"])[0]
+    out = driver.run_plan(driver.plan_for(coll, sched, SIZE, 1, params, dark_s=0.03),
+                          seed=SEED)
+    assert out.verified is True
+    saved = json.loads((fab.run_dir / "collectives" / out.tag / "plan.json").read_text())
+    assert data["created_unix"] < saved["predicted_unix"] < time.time()
+    assert saved["model"]["model_s"] == pytest.approx(sched.model_s)
+    assert saved["model"]["bandwidth_bps"] == pytest.approx(data["bandwidth_bps"])
+
+
+OVERLAP_SIZE = 2 << 20  # g0 writes 1 MiB to g2: about 0.2 s at 2 x 20 Mb/s
+OVERLAP_DARK_S = 0.1
+
+
+@pytest.mark.parametrize("barrier", ["early", "all"])
+def test_a_reconfiguration_under_traffic_meets_packets_and_mrc_recovers(
+        domain: tuple[Fabric, CollectiveDriver], barrier: str) -> None:
+    """Barrier "early": the reconfiguration into step 2 starts while g0 still writes to g2
+    over two paths, one of which crosses the circuit that changes (tests/overlap_plan.py):
+    frames meet the dark port and are dropped and counted in this run, MRC resends them
+    over the direct circuit, and every buffer is exact. Barrier "all" waits for every GPU:
+    nothing meets a dark port."""
+    _fab, driver = domain
+    plan = overlap_plan(OVERLAP_SIZE, driver.ranks, OVERLAP_DARK_S, barrier)
+    out = driver.run_plan(plan, seed=SEED)
+    assert [g["sha256"] for g in out.gpus] == expected_digests(SEED, OVERLAP_SIZE)
+    assert out.errors == [] and out.dark_drops is not None
+    assert out.reconfigurations == 1 and out.records[1]["reconfigured"]
+    assert all(m.circuits_ok for m in out.steps)
+    writer = out.gpus[WRITER]["qp_stats"][str(READER)]
+    if barrier == "early":
+        assert out.records[1]["early"]  # started before the last GPU arrived
+        assert out.dark_drops > 0, out.to_json()
+        assert int(writer["tx_rtx"]) > 0  # MRC resent what the dark port took
+    else:
+        assert not out.records[1]["early"]
+        assert out.dark_drops == 0, out.to_json()
 
 
 def test_schedule_that_does_not_fit_is_refused_before_start(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common.collectives import (
+    Collective,
     CollectiveError,
     build,
     recursive_doubling,
@@ -88,3 +89,40 @@ def test_every_block_sent_once_per_step_and_sizes_uniform() -> None:
 def test_bad_parameters_are_clear_errors(name: str, n: int, phase: str, message: str) -> None:
     with pytest.raises(CollectiveError, match=message):
         build(name, n, phase)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16])
+def test_bruck_shapes_and_delivery(n: int) -> None:
+    coll = build("bruck", n)
+    assert coll.phase == "all-to-all" and len(coll.steps) == n.bit_length() - 1
+    for k, st in enumerate(coll.steps):
+        assert st.sends == tuple((u + (1 << k)) % n for u in range(n))
+        assert st.fraction == 0.5  # n/2 positions: those with bit k set
+        assert all(len(b) == n // 2 and all(j >> k & 1 for j in b) for b in st.blocks)
+    final = simulate(coll)
+    # position j of rank v holds rank (v - j)'s block: its block for v (recomputed here)
+    assert all(final[v][j] == {(v - j) % n} for v in range(n) for j in range(n))
+
+
+@pytest.mark.parametrize("n", [2, 5, 6, 8])
+def test_linear_shift_any_n(n: int) -> None:
+    coll = build("shift", n, "all-to-all")
+    assert len(coll.steps) == n - 1
+    for s, st in enumerate(coll.steps, start=1):
+        assert st.pairs == tuple((u, (u + s) % n) for u in range(n))
+        assert st.fraction == 1 / n and st.blocks == ((s,),) * n
+    final = simulate(coll)
+    assert all(final[v][j] == {(v - j) % n} for v in range(n) for j in range(n))
+
+
+def test_all_to_all_errors() -> None:
+    with pytest.raises(CollectiveError, match="power of two"):
+        build("bruck", 6)
+    with pytest.raises(CollectiveError, match="all-to-all"):
+        build("shift", 8, "allreduce")
+    with pytest.raises(CollectiveError, match="reduction"):
+        build("rd", 8, "all-to-all")
+    short = build("bruck", 8)
+    broken = Collective(short.name, short.phase, 8, short.steps[:-1])
+    with pytest.raises(CollectiveError, match="wrong blocks"):
+        simulate(broken)

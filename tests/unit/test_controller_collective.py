@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from common.netns import wait_until
 from common.proto import mrc_ctl_pb2 as pb
 from controller.core import Controller
 from controller.errors import CtlError
@@ -103,3 +104,56 @@ def test_barrier_misuse_is_an_error_not_a_hang() -> None:
         ctl.collectives.barrier(pb.StepBarrierRequest(session="s", rank=0, step=1))
     with pytest.raises(CtlError, match="failed"):
         ctl.collectives.barrier(pb.StepBarrierRequest(session="s", rank=1, step=1))
+
+
+def _arrive(ctl: Controller, session: str, ranks: list[int], step: int,
+            errors: list[BaseException]) -> list[threading.Thread]:
+    def one(r: int) -> None:
+        try:
+            ctl.collectives.barrier(pb.StepBarrierRequest(session=session, rank=r, step=step))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=one, args=(r,)) for r in ranks]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def test_early_barrier_reconfigures_once_the_listed_gpus_arrived() -> None:
+    ctl, backend, slept = controller()
+    intervals = [shift(1), shift(2)]
+    ctl.start_collective(pb.StartCollectiveRequest(
+        session="e", ranks=GPUS, alpha_r_s=0.002, intervals=intervals, step_interval=[0, 1],
+        early=[pb.EarlyReconfiguration(step=2, ranks=[0, 1])], barrier_timeout_s=20))
+    errors: list[BaseException] = []
+    for t in _arrive(ctl, "e", list(range(8)), 1, errors):
+        t.join(20)
+    assert errors == [] and ctl.collectives.state("e").records[0].released_s > 0
+    want = ctl.fabric.check_circuits(list(intervals[1].circuits))[1]  # type: ignore[union-attr]
+    early = _arrive(ctl, "e", [0, 1], 2, errors)
+    wait_until(lambda: backend.read_circuits() == want, 10, "the early reconfiguration")
+    state = ctl.collectives.state("e")
+    assert slept == [0.002] and state.reconfigurations == 1
+    assert state.records[1].released_s == 0  # six GPUs still in step 1: not released
+    rest = _arrive(ctl, "e", list(range(2, 8)), 2, errors)
+    for t in early + rest:
+        t.join(20)
+    for t in _arrive(ctl, "e", list(range(8)), 3, errors):
+        t.join(20)
+    state = ctl.collectives.state("e")
+    assert errors == [] and state.done
+    assert state.reconfigurations == 1 and slept == [0.002]  # once, not again at release
+    assert state.records[1].early and state.records[1].reconfigured
+    assert state.records[1].dark_end_s <= state.records[1].last_arrival_s
+
+
+def test_early_entries_must_name_a_reconfiguring_step() -> None:
+    ctl, _, _ = controller()
+    for step, ranks, needle in [(1, [0], "new interval"), (2, [0], "new interval"),
+                                (3, [9], "beyond")]:
+        with pytest.raises(CtlError, match=needle):
+            ctl.start_collective(pb.StartCollectiveRequest(
+                session="x", ranks=GPUS, intervals=[shift(1), shift(2)],
+                step_interval=[0, 0, 1],
+                early=[pb.EarlyReconfiguration(step=step, ranks=ranks)]))

@@ -1,0 +1,209 @@
+"""The cost model's parameters from micro-benchmarks, not from the collective's own shapes.
+
+``mrcnet/fabric/collectives.py`` ``calibrate`` measures steps of exactly the shapes the
+collectives run, so a prediction made from it agrees with the run nearly by construction.
+This calibration measures something else: one point-to-point transfer at a time over the
+ring C(1) (rank 0 writes k blocks to rank h, h hops away, every other GPU idle) for several
+sizes and hop counts, then every GPU writing to its neighbour at once (every port busy), then
+single-block steps that alternate C(1) and C(-1) so each reconfigures. The model
+
+    T(k, h) = alpha + delta h + 8 k B / c
+
+is fitted to the point-to-point steps by least squares, with standard errors from the
+residuals; the reconfiguration overhead beyond the dark time is the median gap of the
+reconfiguring steps minus the median gap of the others minus the dark time. The result is a
+file (``save``; read by controller/harvest/calfile.py) that ``mrcnet harvest --calibration
+FILE`` and ``mrcnet up --calibration FILE`` read, so a prediction exists before the
+collective starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from common.collectives import Collective, Step
+from controller.harvest.calfile import FORMAT, VERSION
+from controller.harvest.model import HarvestError
+
+HOPS = (1, 2, 3)
+BLOCK_COUNTS = (1, 2, 4, 8)
+REPEATS = 2
+FLIPS = 4
+
+
+class MicroCalibrationError(HarvestError):
+    """The samples cannot give the model's parameters, or a file is not a calibration."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    blocks: int
+    hops: int
+    seconds: float  # the step's gap plus its transfer (G_i + S_i), the run's clock
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fitted parameters and their standard errors (the run's clock, bits per second)."""
+
+    bandwidth_bps: float
+    alpha_s: float
+    delta_s: float
+    bandwidth_se: float
+    alpha_se: float
+    delta_se: float
+    residual_s: float  # root mean square of the residuals
+    notes: tuple[str, ...] = ()
+
+
+def fit(samples: Sequence[Sample], block_bytes: float) -> Fit:
+    """Least squares of T = alpha + delta h + (8 B / c) k over the point-to-point samples."""
+    if len({s.hops for s in samples}) < 2 or len({s.blocks for s in samples}) < 2:
+        raise MicroCalibrationError("the fit needs at least two hop counts and two sizes")
+    x = np.array([[1.0, s.hops, s.blocks * block_bytes] for s in samples])
+    y = np.array([s.seconds for s in samples])
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+    alpha, delta, per_byte = (float(v) for v in coef)
+    if per_byte <= 0:
+        raise MicroCalibrationError(f"larger transfers did not take longer (slope "
+                                    f"{per_byte:.3g} s/byte); use a larger --size")
+    residuals = y - x @ coef
+    dof = max(1, len(samples) - 3)
+    sigma2 = float(residuals @ residuals) / dof
+    cov = sigma2 * np.linalg.inv(x.T @ x)
+    se = [math.sqrt(max(0.0, float(v))) for v in np.diag(cov)]
+    bandwidth = 8.0 / per_byte
+    notes = []
+    if delta < 0:
+        notes.append(f"delta fitted {delta:.3g} s (noise), clamped to 0")
+        delta = 0.0
+    if alpha < 0:
+        notes.append(f"alpha fitted {alpha:.3g} s (noise), clamped to 0")
+        alpha = 0.0
+    return Fit(bandwidth, alpha, delta, bandwidth * se[2] / per_byte, se[0], se[1],
+               math.sqrt(float(residuals @ residuals) / len(samples)), tuple(notes))
+
+
+def _only(n: int, src: int, dst: int, blocks: int) -> Step:
+    sends = tuple(dst if u == src else None for u in range(n))
+    return Step("all-gather", sends,
+                tuple(tuple(range(blocks)) if u == src else () for u in range(n)), n)
+
+
+def _everyone(n: int, offset: int) -> Step:
+    return Step("all-gather", tuple((u + offset) % n for u in range(n)),
+                tuple(((u + offset) % n,) for u in range(n)), n)
+
+
+@dataclass(frozen=True)
+class Design:
+    """The calibration's steps: what each one measures, in order."""
+
+    collective: Collective
+    # ("p2p", blocks, hops), ("busy", 1, 1) or ("flip", 1, 1), one per step
+    kinds: tuple[tuple[str, int, int], ...]
+    intervals: tuple[tuple[int, int, str], ...]  # (first, last, "ring" | "back")
+
+    @property
+    def steps(self) -> int:
+        return len(self.kinds)
+
+
+def design(n: int, hops: Sequence[int] = HOPS, block_counts: Sequence[int] = BLOCK_COUNTS,
+           repeats: int = REPEATS, flips: int = FLIPS) -> Design:
+    """Point-to-point steps (every size at every hop count, ``repeats`` times), one step with
+    every GPU busy per repeat, then ``flips`` reconfiguring single-block steps."""
+    if n < max(hops) + 1 or max(block_counts) > n:
+        raise MicroCalibrationError(f"{n} GPUs cannot hold {max(hops)} hops and "
+                                    f"{max(block_counts)} blocks")
+    steps: list[Step] = []
+    kinds: list[tuple[str, int, int]] = []
+    for _ in range(repeats):
+        for h in hops:
+            for k in block_counts:
+                steps.append(_only(n, 0, h, k))
+                kinds.append(("p2p", k, h))
+        steps.append(_everyone(n, 1))
+        kinds.append(("busy", 1, 1))
+    plain = len(steps)
+    intervals: list[tuple[int, int, str]] = [(1, plain, "ring")]
+    for j in range(flips):
+        back = j % 2 == 0
+        steps.append(_everyone(n, -1 if back else 1))
+        kinds.append(("flip", 1, 1))
+        intervals.append((plain + j + 1, plain + j + 1, "back" if back else "ring"))
+    coll = Collective("custom", "custom", n, tuple(steps))
+    return Design(coll, tuple(kinds), tuple(intervals))
+
+
+@dataclass
+class MicroCalibration:
+    fit: Fit
+    alpha_r_overhead_s: float
+    dark_s: float
+    block_bytes: int
+    samples: list[Sample]
+    busy_over_single: float | None  # one block with every GPU sending / one block alone
+    fabric: dict[str, Any] = field(default_factory=dict)
+    created_unix: float = field(default_factory=time.time)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        f = self.fit
+        return {
+            "format": FORMAT, "version": VERSION, "method": "micro-benchmarks",
+            "created_unix": self.created_unix, "fabric": self.fabric,
+            "bandwidth_bps": f.bandwidth_bps, "alpha_s": f.alpha_s, "delta_s": f.delta_s,
+            "alpha_r_overhead_s": self.alpha_r_overhead_s, "dark_s": self.dark_s,
+            "standard_error": {"bandwidth_bps": f.bandwidth_se, "alpha_s": f.alpha_se,
+                               "delta_s": f.delta_se},
+            "residual_rms_s": f.residual_s, "block_bytes": self.block_bytes,
+            "busy_over_single": self.busy_over_single,
+            "samples": [vars(s) for s in self.samples],
+            "notes": [*f.notes, *self.notes],
+        }
+
+
+def measure(kinds: Sequence[tuple[str, int, int]], seconds: Sequence[float],
+            gaps: Sequence[float], block_bytes: int, dark_s: float) -> MicroCalibration:
+    """The calibration from one run of ``design``'s steps: each step's G_i + S_i
+    (``seconds``) and G_i (``gaps``)."""
+    samples = [Sample(k, h, t) for (kind, k, h), t in zip(kinds, seconds) if kind == "p2p"]
+    result = fit(samples, block_bytes)
+    plain_gaps = [g for (kind, _, _), g in zip(kinds, gaps) if kind != "flip"][1:]
+    flip_gaps = [g for (kind, _, _), g in zip(kinds, gaps) if kind == "flip"]
+    notes = []
+    overhead = 0.0
+    if flip_gaps and plain_gaps:
+        overhead = statistics.median(flip_gaps) - statistics.median(plain_gaps) - dark_s
+        if overhead < 0:
+            notes.append(f"reconfiguration overhead measured {overhead:.3g} s (noise), "
+                         "clamped to 0")
+            overhead = 0.0
+    single = [t for (kind, k, h), t in zip(kinds, seconds) if kind == "p2p" and k == 1 and h == 1]
+    busy = [t for (kind, _, _), t in zip(kinds, seconds) if kind == "busy"]
+    ratio = statistics.median(busy) / statistics.median(single) if single and busy else None
+    return MicroCalibration(result, overhead, dark_s, block_bytes, samples, ratio,
+                            notes=notes)
+
+
+def save(cal: MicroCalibration, path: Path) -> Path:
+    return save_json(cal.to_json(), path)
+
+
+def save_json(data: dict[str, Any], path: Path) -> Path:
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+__all__ = ["Design", "Fit", "MicroCalibration", "MicroCalibrationError", "Sample", "design",
+           "fit", "measure", "save", "save_json"]
