@@ -38,7 +38,7 @@ from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import CtlError, ErrorKind, invalid, not_found
 from controller.fabric import FabricState
 
-MAX_SESSIONS = 64
+MAX_SESSIONS = 64  # kept at once; finished ones give way to new ones, oldest first
 
 
 @dataclass
@@ -131,7 +131,15 @@ class Collectives:
             if name in self._sessions:
                 raise CtlError(ErrorKind.BUSY, f"collective session {name!r} exists")
             if len(self._sessions) >= MAX_SESSIONS:
-                raise CtlError(ErrorKind.BUSY, f"at most {MAX_SESSIONS} collective sessions")
+                # finished sessions make room, oldest first (their state was read when they
+                # ended); only live ones count against the limit
+                for old in [k for k, v in self._sessions.items() if v.done or v.error]:
+                    del self._sessions[old]
+                    if len(self._sessions) < MAX_SESSIONS:
+                        break
+            if len(self._sessions) >= MAX_SESSIONS:
+                raise CtlError(ErrorKind.BUSY, f"at most {MAX_SESSIONS} collective sessions "
+                               "in progress")
             self._sessions[name] = session
         try:
             fabric.reconfigure(intervals[0])

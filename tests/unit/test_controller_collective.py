@@ -157,3 +157,24 @@ def test_early_entries_must_name_a_reconfiguring_step() -> None:
                 session="x", ranks=GPUS, intervals=[shift(1), shift(2)],
                 step_interval=[0, 0, 1],
                 early=[pb.EarlyReconfiguration(step=step, ranks=ranks)]))
+
+
+def test_finished_sessions_give_way_to_new_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    from controller import collective
+
+    monkeypatch.setattr(collective, "MAX_SESSIONS", 2)
+    ctl, _, _ = controller()
+
+    def start(name: str) -> None:
+        ctl.start_collective(pb.StartCollectiveRequest(
+            session=name, ranks=GPUS, intervals=[shift(1)], step_interval=[0]))
+
+    start("a")
+    start("b")
+    with pytest.raises(CtlError, match="in progress"):  # both still running
+        start("c")
+    assert run_all(ctl, "a", 1) == [] and ctl.collectives.state("a").done
+    start("c")  # "a" is finished: it makes room
+    with pytest.raises(CtlError, match="no collective session"):
+        ctl.collectives.state("a")
+    assert not ctl.collectives.state("b").done  # a live session is never dropped
