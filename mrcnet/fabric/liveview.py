@@ -48,13 +48,16 @@ STATE_NAMES = {pb.EV_GOOD: "GOOD", pb.EV_ASSUMED_BAD: "ASSUMED_BAD", pb.EV_DENIE
 
 @dataclass
 class EvTracker:
-    """Latest EV state per (host, qpn, ev, port) and the event timeline."""
+    """Latest EV state per (host, qpn, ev, port) of the QPs that exist, and the timeline of
+    every report. A QP that was destroyed (its workload's job released it) leaves ``latest``
+    (``retire``); a late report of it only joins the timeline (QP numbers are not reused)."""
 
     clock: Callable[[], float] = time.monotonic  # the run's clock
     t0: float = -1.0  # the clock's reading at the start (default: when created)
     latest: dict[tuple[str, int, int, int], str] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     dropped: int = 0
+    retired: set[tuple[str, int]] = field(default_factory=set)  # (host, qpn) destroyed
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -65,10 +68,18 @@ class EvTracker:
         state = STATE_NAMES.get(ev.state, str(ev.state))
         with self.lock:
             self.dropped += ev.drop_count
-            self.latest[(ev.host, ev.qpn, int(ev.ev.value), int(ev.ev.port))] = state
+            if (ev.host, ev.qpn) not in self.retired:
+                self.latest[(ev.host, ev.qpn, int(ev.ev.value), int(ev.ev.port))] = state
             self.events.append({"t": self.clock() - self.t0, "host": ev.host, "qpn": ev.qpn,
                                 "ev": int(ev.ev.value), "port": int(ev.ev.port),
                                 "state": state})
+
+    def retire(self, host: str, qpn: int) -> None:
+        """QP ``qpn`` of ``host`` is gone: its EVs leave the current states."""
+        with self.lock:
+            self.retired.add((host, qpn))
+            for key in [k for k in self.latest if k[0] == host and k[1] == qpn]:
+                del self.latest[key]
 
     def counts(self) -> dict[str, int]:
         with self.lock:

@@ -267,6 +267,7 @@ class Fabric:
                                         self.pids)
         self.runner = WorkloadRunner(self.run_dir, [h.name for h in plan.hosts], EV_PROFILE,
                                      self.clock, topo, self.fidelity, self.cc_profile)
+        self.runner.on_qp_released = self.tracker.retire  # released QPs have no EV states
         self._setup_cc(topo)
         self._step("cc_profile", t0)
         if not self.circuit:  # the live view samples packet switches' per-plane counters

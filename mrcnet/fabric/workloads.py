@@ -211,6 +211,9 @@ class WorkloadRunner:
         self.cc_profile = cc_profile
         self.ack_timeout: int | None = None  # the QPs' ACK timeout exponent (None: the job's)
         self.count = 0
+        # called with (host, qpn) of every QP a finished workload's jobs release
+        # (mrcnet/fabric/hostjobs.py), e.g. EvTracker.retire
+        self.on_qp_released: Callable[[str, int], None] | None = None
 
     def jobs_dir(self, host: str) -> Path:
         return self.run_dir / "jobs" / host
@@ -262,7 +265,18 @@ class WorkloadRunner:
         if done and wl.finished is None:
             wl.finished = self.clock.now()
             self._assess(wl)
+            self._released(wl)
         return done
+
+    def _released(self, wl: Workload) -> None:
+        """The jobs release their QPs once their results are written: say so."""
+        if self.on_qp_released is None:
+            return
+        for f in wl.flows:
+            for host, result in ((f.src, f.writer), (f.dst, f.sink)):
+                qpn = result.get("qpn") if result else None
+                if isinstance(qpn, int):
+                    self.on_qp_released(host, qpn)
 
     def _assess(self, wl: Workload) -> None:
         if self.monitor is None or wl.mark is None:

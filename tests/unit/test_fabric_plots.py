@@ -179,3 +179,21 @@ def test_the_nscc_plot_of_a_chosen_qp(tmp_path: Path) -> None:
         warnings.simplefilter("error")
         paths = plot(tmp_path, _samples(), [], [], 2, wall_t0=wall0, cc_qp="h0:3")
     assert tmp_path / "cc.png" in paths and (tmp_path / "cc.png").stat().st_size > 0
+
+
+def test_a_released_qp_leaves_the_current_ev_states() -> None:
+    from common.proto import mrc_ctl_pb2 as pb
+    from mrcnet.fabric.liveview import EvTracker
+
+    def report(host: str, qpn: int, ev: int, state: int) -> pb.EvEvent:
+        return pb.EvEvent(host=host, qpn=qpn, ev=pb.Ev(value=ev, port=1), state=state)
+
+    t = EvTracker()
+    t.on_event(report("h0", 5, 0x10, pb.EV_ASSUMED_BAD))
+    t.on_event(report("h0", 6, 0x10, pb.EV_ASSUMED_BAD))
+    assert t.counts() == {"ASSUMED_BAD": 2}
+    t.retire("h0", 5)
+    assert t.counts() == {"ASSUMED_BAD": 1}
+    t.on_event(report("h0", 5, 0x11, pb.EV_ASSUMED_BAD))  # late, from the released QP
+    assert t.counts() == {"ASSUMED_BAD": 1} and len(t.events) == 3  # kept in the timeline
+    assert t.evs_that_went("ASSUMED_BAD") == {(0x10, 1), (0x11, 1)}
