@@ -183,6 +183,22 @@ class CollectiveRunner:
                               tuple(bytes.fromhex(g) for g in info["gids"]))
             connect_qp(self.qps[peer], remote, self.attr)
 
+    def close(self) -> None:
+        """Release the QPs, the CQ and the registrations (idempotent). After the final
+        barrier nothing needs them: every GPU arrived there only once all its Writes were
+        acknowledged. A QP left behind would keep probing the EVs it holds bad through the
+        next run's circuits, and every QP costs the agent's loop on each iteration."""
+        for qp in self.qps.values():
+            qp.destroy()
+        if hasattr(self, "cq") and not self.cq.destroyed:
+            self.cq.destroy()
+            self.cq.destroyed = True
+        for name in ("mr_data", "mr_staging"):
+            mr = getattr(self, name, None)
+            if mr is not None:
+                mr.dereg()
+                setattr(self, name, None)
+
     # -- steps ------------------------------------------------------------------------
     def run(self) -> RunResult:
         steps = self.plan.collective.steps

@@ -34,18 +34,22 @@ def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
                               router, seed=int(job.get("seed", 1)), clock=ctx.agent.clock,
                               timeout=timeout, attr=attr)
     try:
-        runner.setup()
-        result = runner.run()
+        try:
+            runner.setup()
+            result = runner.run()
+        finally:
+            barrier.close()
+        if plan.collective.name != CUSTOM and job.get("verify", True):
+            runner.verify()
+        out = result.to_json()
+        out["router"] = {k: getattr(router.counters, k) - v for k, v in before.items()}
+        core: Any = ctx.agent.core
+        out["qp_stats"] = {str(peer): dict(ctx.agent.call(core.qp_stats, qp.qpn))
+                           for peer, qp in runner.qps.items()}
+        out["qp_states"] = {str(peer): qp.query().qp_state.name
+                            for peer, qp in runner.qps.items()}
+        out["timing"] = {"start": timing_start, "end": ctx.agent.timing()}
+        out["errors"] = []
+        return out
     finally:
-        barrier.close()
-    if plan.collective.name != CUSTOM and job.get("verify", True):
-        runner.verify()
-    out = result.to_json()
-    out["router"] = {k: getattr(router.counters, k) - v for k, v in before.items()}
-    core: Any = ctx.agent.core
-    out["qp_stats"] = {str(peer): dict(ctx.agent.call(core.qp_stats, qp.qpn))
-                       for peer, qp in runner.qps.items()}
-    out["qp_states"] = {str(peer): qp.query().qp_state.name for peer, qp in runner.qps.items()}
-    out["timing"] = {"start": timing_start, "end": ctx.agent.timing()}
-    out["errors"] = []
-    return out
+        runner.close()  # the next run must not meet this one's QPs
