@@ -8,9 +8,11 @@ Names must carry the caller's run prefix; interface names are checked against IF
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -221,6 +223,9 @@ def tcp_listening(host: str, port: int) -> bool:
 
 EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 SERVER_PORTS = (16384, 32768)  # where servers' ports are drawn from (below the usual range)
+HANDED_OUT_KEPT = 4096  # ports this process handed out recently, never handed out again
+_handed_out: collections.deque[int] = collections.deque(maxlen=HANDED_OUT_KEPT)
+_handed_out_lock = threading.Lock()
 
 
 def free_tcp_port() -> int:
@@ -228,7 +233,10 @@ def free_tcp_port() -> int:
 
     Drawn outside the kernel's ephemeral range when it can be: every outgoing connection
     takes its local port from that range, so a port found free there can be taken before the
-    server binds it (seen: a BMv2 Thrift port lost to one while the suite ran).
+    server binds it (seen: a BMv2 Thrift port lost to one while the suite ran). And never
+    one this process handed out recently: a fabric's switches pick their ports before any
+    of them binds, so two of them could draw the same free port (seen: 20 BMv2 switches of
+    fattree-3t, one lost its Thrift port to another, about a 5% chance per fabric).
     """
     import random
     import socket
@@ -238,13 +246,20 @@ def free_tcp_port() -> int:
     except (OSError, ValueError):
         low, high = 32768, 60999
     outside = [p for p in range(*SERVER_PORTS) if not low <= p <= high]
-    for port in random.sample(outside, min(256, len(outside))):
-        with socket.socket() as s:
-            try:
-                s.bind(("0.0.0.0", port))
-            except OSError:
+    with _handed_out_lock:
+        recent = set(_handed_out)
+        for port in random.sample(outside, min(256, len(outside))):
+            if port in recent:
                 continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("0.0.0.0", port))
+                except OSError:
+                    continue
+            _handed_out.append(port)
             return port
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        _handed_out.append(port)
+        return port

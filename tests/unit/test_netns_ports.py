@@ -3,6 +3,7 @@ kernel hands to outgoing connections (no root needed)."""
 
 from __future__ import annotations
 
+import collections
 import socket
 
 import pytest
@@ -34,7 +35,28 @@ def test_a_port_in_use_is_not_handed_out(monkeypatch: pytest.MonkeyPatch) -> Non
     port = next(p for p in range(SERVER_PORTS[0], SERVER_PORTS[1] - 1)
                 if free(p) and free(p + 1))
     monkeypatch.setattr(netns, "SERVER_PORTS", (port, port + 2))  # two candidates
+    monkeypatch.setattr(netns, "_handed_out", collections.deque(maxlen=8))
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", port))
         busy.listen()
-        assert {free_tcp_port() for _ in range(20)} == {port + 1}
+        assert free_tcp_port() == port + 1
+        # both candidates are taken now (one busy, one handed out): another free port
+        again = free_tcp_port()
+        assert again not in (port, port + 1)
+
+
+def test_ports_handed_out_are_never_handed_out_again_soon() -> None:
+    """A fabric's switches draw their ports before any of them binds: no two may share one."""
+    import threading
+
+    got: list[int] = []
+
+    def draw() -> None:
+        got.extend(free_tcp_port() for _ in range(50))
+
+    threads = [threading.Thread(target=draw) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 200 and len(set(got)) == 200
