@@ -66,7 +66,128 @@ class PortEvent:
     up: bool
 
 
-class P4RuntimeClient:
+class EntityWriter:
+    """P4Runtime messages built by name (tables, actions, groups, registers) and the writes
+    made of them; ``write`` is the one transport-specific step: a gRPC Write in
+    ``P4RuntimeClient``, a direct call into a pipeline in the simulator's in-process client."""
+
+    program: Program
+
+    def write(
+        self,
+        updates: Sequence[p4runtime_pb2.Update],
+        atomicity: int = p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR,
+    ) -> None:
+        raise NotImplementedError
+
+    # ---- building messages by name -----------------------------------------------------------
+    # Unknown table, action, parameter or match-field names raise ValueError naming near names
+    # (common.p4schema.model.Program).
+    def action(self, name: str, params: Params | None = None) -> p4runtime_pb2.Action:
+        schema = self.program.action(name)
+        params = params or {}
+        _known(name, "parameter", params, [p.name for p in schema.params])
+        missing = [p.name for p in schema.params if p.name not in params]
+        if missing:
+            raise ValueError(f"{name}: missing parameter(s) {missing}")
+        msg = p4runtime_pb2.Action(action_id=self.program.id(name))
+        for i, p in enumerate(schema.params, start=1):
+            msg.params.add(param_id=i, value=encode(params[p.name]))
+        return msg
+
+    def table_entry(
+        self,
+        table: str,
+        match: Match | None = None,
+        action: str | None = None,
+        params: Params | None = None,
+        *,
+        group_id: int | None = None,
+        member_id: int | None = None,
+        default: bool = False,
+    ) -> p4runtime_pb2.TableEntry:
+        schema = self.program.table(table)
+        te = p4runtime_pb2.TableEntry(table_id=self.program.id(table), is_default_action=default)
+        match = match or {}
+        _known(table, "match field", match, [mf.name for mf in schema.match_fields])
+        for i, mf in enumerate(schema.match_fields, start=1):
+            if mf.name not in match:
+                continue
+            value = match[mf.name]
+            if mf.kind not in ("exact", "lpm"):
+                raise ValueError(f"{mf.name}: {mf.kind} matches are not supported by this client")
+            fm = te.match.add(field_id=i)
+            if mf.kind == "lpm":
+                if not isinstance(value, tuple):
+                    raise ValueError(f"{mf.name} is LPM: give (value, prefix_len)")
+                fm.lpm.value = encode(value[0])
+                fm.lpm.prefix_len = value[1]
+            elif mf.kind == "exact":
+                if not isinstance(value, int):
+                    raise ValueError(f"{mf.name} is exact: give an int")
+                fm.exact.value = encode(value)
+        if action is not None:
+            te.action.action.CopyFrom(self.action(action, params))
+        elif group_id is not None:
+            te.action.action_profile_group_id = group_id
+        elif member_id is not None:
+            te.action.action_profile_member_id = member_id
+        return te
+
+    @staticmethod
+    def update(kind: int, **entity: object) -> p4runtime_pb2.Update:
+        upd = p4runtime_pb2.Update(type=kind)  # type: ignore[arg-type]
+        for field, value in entity.items():
+            getattr(upd.entity, field).CopyFrom(value)
+        return upd
+
+    def insert(self, table: str, match: Match, action: str, params: Params | None = None) -> None:
+        te = self.table_entry(table, match, action, params)
+        self.write([self.update(p4runtime_pb2.Update.INSERT, table_entry=te)])
+
+    def modify(self, table: str, match: Match, action: str, params: Params | None = None) -> None:
+        te = self.table_entry(table, match, action, params)
+        self.write([self.update(p4runtime_pb2.Update.MODIFY, table_entry=te)])
+
+    def delete(self, table: str, match: Match) -> None:
+        te = self.table_entry(table, match)
+        self.write([self.update(p4runtime_pb2.Update.DELETE, table_entry=te)])
+
+    def set_default(self, table: str, action: str, params: Params | None = None) -> None:
+        te = self.table_entry(table, None, action, params, default=True)
+        self.write([self.update(p4runtime_pb2.Update.MODIFY, table_entry=te)])
+
+    def insert_group(
+        self,
+        profile: str,
+        group_id: int,
+        members: Sequence[tuple[int, str, Params]],
+        watch_ports: Sequence[int | None] | None = None,
+    ) -> None:
+        """Insert members (member_id, action, params) and a group of them in one Write."""
+        pid = self.program.id(profile)
+        updates = []
+        for mid, action, params in members:
+            m = p4runtime_pb2.ActionProfileMember(action_profile_id=pid, member_id=mid)
+            m.action.CopyFrom(self.action(action, params))
+            updates.append(self.update(p4runtime_pb2.Update.INSERT, action_profile_member=m))
+        g = p4runtime_pb2.ActionProfileGroup(action_profile_id=pid, group_id=group_id)
+        for i, (mid, _, _) in enumerate(members):
+            gm = g.members.add(member_id=mid, weight=1)
+            if watch_ports and watch_ports[i] is not None:
+                gm.watch_port = encode(watch_ports[i])  # type: ignore[arg-type]
+        updates.append(self.update(p4runtime_pb2.Update.INSERT, action_profile_group=g))
+        self.write(updates)
+
+    def write_register(self, name: str, index: int, value: int) -> None:
+        r = p4runtime_pb2.RegisterEntry(register_id=self.program.id(name))
+        r.index.index = index
+        r.data.bitstring = encode(value)
+        self.write([self.update(p4runtime_pb2.Update.MODIFY, register_entry=r)])
+
+    # ---- reads -------------------------------------------------------------------------------
+
+class P4RuntimeClient(EntityWriter):
     """One controller session to one switch (device)."""
 
     def __init__(
@@ -209,67 +330,6 @@ class P4RuntimeClient:
         except grpc.RpcError as exc:
             raise P4RuntimeError(exc.code(), str(exc.details())) from None
 
-    # ---- building messages by name -----------------------------------------------------------
-    # Unknown table, action, parameter or match-field names raise ValueError naming near names
-    # (common.p4schema.model.Program).
-    def action(self, name: str, params: Params | None = None) -> p4runtime_pb2.Action:
-        schema = self.program.action(name)
-        params = params or {}
-        _known(name, "parameter", params, [p.name for p in schema.params])
-        missing = [p.name for p in schema.params if p.name not in params]
-        if missing:
-            raise ValueError(f"{name}: missing parameter(s) {missing}")
-        msg = p4runtime_pb2.Action(action_id=self.program.id(name))
-        for i, p in enumerate(schema.params, start=1):
-            msg.params.add(param_id=i, value=encode(params[p.name]))
-        return msg
-
-    def table_entry(
-        self,
-        table: str,
-        match: Match | None = None,
-        action: str | None = None,
-        params: Params | None = None,
-        *,
-        group_id: int | None = None,
-        member_id: int | None = None,
-        default: bool = False,
-    ) -> p4runtime_pb2.TableEntry:
-        schema = self.program.table(table)
-        te = p4runtime_pb2.TableEntry(table_id=self.program.id(table), is_default_action=default)
-        match = match or {}
-        _known(table, "match field", match, [mf.name for mf in schema.match_fields])
-        for i, mf in enumerate(schema.match_fields, start=1):
-            if mf.name not in match:
-                continue
-            value = match[mf.name]
-            if mf.kind not in ("exact", "lpm"):
-                raise ValueError(f"{mf.name}: {mf.kind} matches are not supported by this client")
-            fm = te.match.add(field_id=i)
-            if mf.kind == "lpm":
-                if not isinstance(value, tuple):
-                    raise ValueError(f"{mf.name} is LPM: give (value, prefix_len)")
-                fm.lpm.value = encode(value[0])
-                fm.lpm.prefix_len = value[1]
-            elif mf.kind == "exact":
-                if not isinstance(value, int):
-                    raise ValueError(f"{mf.name} is exact: give an int")
-                fm.exact.value = encode(value)
-        if action is not None:
-            te.action.action.CopyFrom(self.action(action, params))
-        elif group_id is not None:
-            te.action.action_profile_group_id = group_id
-        elif member_id is not None:
-            te.action.action_profile_member_id = member_id
-        return te
-
-    @staticmethod
-    def update(kind: int, **entity: object) -> p4runtime_pb2.Update:
-        upd = p4runtime_pb2.Update(type=kind)  # type: ignore[arg-type]
-        for field, value in entity.items():
-            getattr(upd.entity, field).CopyFrom(value)
-        return upd
-
     # ---- writes ------------------------------------------------------------------------------
     def write(
         self,
@@ -286,51 +346,6 @@ class P4RuntimeClient:
                 raise P4RuntimeError(exc.code(), str(exc.details())) from None
             raise P4RuntimeWriteError(_update_errors(exc)) from None
 
-    def insert(self, table: str, match: Match, action: str, params: Params | None = None) -> None:
-        te = self.table_entry(table, match, action, params)
-        self.write([self.update(p4runtime_pb2.Update.INSERT, table_entry=te)])
-
-    def modify(self, table: str, match: Match, action: str, params: Params | None = None) -> None:
-        te = self.table_entry(table, match, action, params)
-        self.write([self.update(p4runtime_pb2.Update.MODIFY, table_entry=te)])
-
-    def delete(self, table: str, match: Match) -> None:
-        te = self.table_entry(table, match)
-        self.write([self.update(p4runtime_pb2.Update.DELETE, table_entry=te)])
-
-    def set_default(self, table: str, action: str, params: Params | None = None) -> None:
-        te = self.table_entry(table, None, action, params, default=True)
-        self.write([self.update(p4runtime_pb2.Update.MODIFY, table_entry=te)])
-
-    def insert_group(
-        self,
-        profile: str,
-        group_id: int,
-        members: Sequence[tuple[int, str, Params]],
-        watch_ports: Sequence[int | None] | None = None,
-    ) -> None:
-        """Insert members (member_id, action, params) and a group of them in one Write."""
-        pid = self.program.id(profile)
-        updates = []
-        for mid, action, params in members:
-            m = p4runtime_pb2.ActionProfileMember(action_profile_id=pid, member_id=mid)
-            m.action.CopyFrom(self.action(action, params))
-            updates.append(self.update(p4runtime_pb2.Update.INSERT, action_profile_member=m))
-        g = p4runtime_pb2.ActionProfileGroup(action_profile_id=pid, group_id=group_id)
-        for i, (mid, _, _) in enumerate(members):
-            gm = g.members.add(member_id=mid, weight=1)
-            if watch_ports and watch_ports[i] is not None:
-                gm.watch_port = encode(watch_ports[i])  # type: ignore[arg-type]
-        updates.append(self.update(p4runtime_pb2.Update.INSERT, action_profile_group=g))
-        self.write(updates)
-
-    def write_register(self, name: str, index: int, value: int) -> None:
-        r = p4runtime_pb2.RegisterEntry(register_id=self.program.id(name))
-        r.index.index = index
-        r.data.bitstring = encode(value)
-        self.write([self.update(p4runtime_pb2.Update.MODIFY, register_entry=r)])
-
-    # ---- reads -------------------------------------------------------------------------------
     def read(self, entities: Sequence[p4runtime_pb2.Entity]) -> list[p4runtime_pb2.Entity]:
         req = p4runtime_pb2.ReadRequest(device_id=self.device_id)
         req.entities.extend(entities)

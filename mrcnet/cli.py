@@ -17,6 +17,8 @@ from mrcnet.modules import load_optional
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "up": ("mrcnet.cmd_up", "bring up a topology, run workloads, inject failures "
            "(needs root: network namespaces, veth links, raw sockets)"),
+    "sim": ("mrcnet.cmd_sim", "simulate a packet fabric on a simulated clock: the same "
+            "switch programs and transport core, no root, deterministic"),
     "run": ("mrcnet.cmd_run", "run a workload on a running or fresh network (fresh: needs "
             "root)"),
     "ctl": ("controller.cli", "controller client (mrc_ctl operations)"),

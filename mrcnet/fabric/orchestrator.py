@@ -53,8 +53,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from common import fabric_registry
 from common.netns import stop_process_group, stop_process_groups, wait_until
 from common.p4runtime_client import CONTROLLER_ELECTION_ID
@@ -67,7 +65,7 @@ from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor, controller_timings
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
-from mrcnet.fabric.plan import FabricPlan, make_plan
+from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan
 from mrcnet.fabric.workloads import WorkloadRunner
 from switch.targets import DEFAULT_KIND, target_class
 from topologies.loader import load, resolve
@@ -146,19 +144,6 @@ def lag_tolerance(topo: Topology) -> float:
     return topo.fabric.mtu * 8 / max(rates) if rates else 2e-3
 
 
-def _derive_topology(source: Path, out: Path, rate: str | None, delay: str | None = None
-                     ) -> Path:
-    data = yaml.safe_load(Path(source).read_text())
-    for key, value in (("rate", rate), ("delay", delay)):
-        if value:
-            data.setdefault("link_defaults", {})[key] = value
-            for link in data.get("links", []):
-                if isinstance(link, dict) and key in link:
-                    link[key] = value
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
-    return out
-
-
 class Fabric:
     """One running fabric. Use as a context manager or call ``start()`` / ``stop()``."""
 
@@ -231,7 +216,7 @@ class Fabric:
                               f"cannot be dilated; use --tdf 1 or the {DEFAULT_KIND} switch")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         load(opts.topology)  # TopologyError: every problem of the file, nothing started yet
-        topo_path = _derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
+        topo_path = derive_topology(resolve(opts.topology), self.run_dir / "topology.yaml",
                                      opts.rate, opts.delay)
         self.topo = topo = load(str(topo_path))
         self.mode = mode = PathMode(opts.mode) if opts.mode else topo.fabric.path_mode

@@ -14,6 +14,9 @@ Pure (no OS calls), so it is unit-testable and the builder only executes it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
 
 from common.netns import IFNAMSIZ
 from topologies.addressing import host_gid, mac, usid_of
@@ -127,3 +130,18 @@ def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
                         "block": hex(t.block), "slots": slots}
         hosts.append(HostPlan(h.name, tuple(hports), templates))
     return FabricPlan(topo, mode, prefix, tuple(switches), tuple(hosts))
+
+
+def derive_topology(source: Path, out: Path, rate: str | None, delay: str | None = None
+                    ) -> Path:
+    """Write ``source`` with every link's rate and/or delay replaced (None: kept) to
+    ``out``: the topology file a run records and loads (``mrcnet up --rate/--delay``)."""
+    data = yaml.safe_load(Path(source).read_text())
+    for key, value in (("rate", rate), ("delay", delay)):
+        if value:
+            data.setdefault("link_defaults", {})[key] = value
+            for link in data.get("links", []):
+                if isinstance(link, dict) and key in link:
+                    link[key] = value
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    return out

@@ -1,0 +1,110 @@
+"""A packet fabric of simulated switches, built from the same run plan (mrcnet.fabric.plan),
+switch tables (topologies.routes) and P4Runtime writes (controller.programming) as
+``mrcnet up``: the link specs each switch process would be started with, the entries the
+controller would write. Host ports end in whatever the caller attaches (``attach``)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from functools import partial
+
+from common.p4schema import PROGRAMS
+from controller.programming import apply, program_for
+from mrcnet.fabric.plan import FabricPlan, make_plan
+from mrcnet.sim.events import Scheduler
+from mrcnet.sim.switchnode import FrameReceiver, InProcessWriter, SimSwitch
+from switch.pipeline import Pipeline
+from switch.traffic import TrafficManager, parse_link_spec
+from topologies.model import FabricKind, NodeKind, PathMode, Topology
+from topologies.routes import switch_tables
+
+SWITCH_PROGRAM = "mrc_switch"
+
+
+class SimError(ValueError):
+    """The topology or request cannot be simulated (said why)."""
+
+
+@dataclass
+class SimFabric:
+    topo: Topology
+    mode: PathMode
+    plan: FabricPlan
+    sched: Scheduler
+    switches: dict[str, SimSwitch]
+    # (host, host port) -> (its switch, that switch's port)
+    uplinks: dict[tuple[str, int], tuple[SimSwitch, int]] = field(default_factory=dict)
+
+    def attach(self, host: str, port: int, receiver: FrameReceiver, as_port: int | None = None
+               ) -> None:
+        """Frames the fabric delivers to ``host``'s NIC port ``port`` go to ``receiver``
+        (``receive(as_port or port, frame)``)."""
+        sw, sw_port = self._uplink(host, port)
+        sw.connect(sw_port, receiver, port if as_port is None else as_port)
+
+    def send(self, host: str, port: int, frame: bytes) -> None:
+        """``host`` puts ``frame`` on its NIC port ``port`` now. The host side of the link is
+        shaped at the switch (its ingress shaper), as in the emulation, so the frame reaches
+        the switch's port at once and waits there for the wire."""
+        sw, sw_port = self._uplink(host, port)
+        self.sched.at(self.sched.now, partial(sw.receive, sw_port, frame))
+
+    def set_link(self, a: str, b: str, up: bool) -> None:
+        """Cut (or restore) every link between nodes ``a`` and ``b``, at both switch ends."""
+        found = False
+        for link in self.topo.links:
+            if {link.a.node, link.b.node} != {a, b}:
+                continue
+            found = True
+            for end in (link.a, link.b):
+                sw = self.switches.get(end.node)
+                if sw is not None:
+                    sw.set_port(end.port, up)
+        if not found:
+            raise SimError(f"no link between {a} and {b} in {self.topo.name}")
+
+    def _uplink(self, host: str, port: int) -> tuple[SimSwitch, int]:
+        try:
+            return self.uplinks[(host, port)]
+        except KeyError:
+            raise SimError(f"{host} has no port {port} in {self.topo.name}") from None
+
+
+def build_fabric(topo: Topology, mode: PathMode | None = None, sched: Scheduler | None = None,
+                 seed: int = 1) -> SimFabric:
+    """Every switch programmed and cabled; raises SimError for what is not simulated."""
+    if topo.fabric.kind != FabricKind.PACKET:
+        raise SimError(f"{topo.name} is a circuit fabric: only packet fabrics are simulated")
+    mode = mode or topo.fabric.path_mode
+    sched = sched or Scheduler()
+    plan = make_plan(topo, mode, prefix="s")
+    tables = switch_tables(topo, mode)
+    program = PROGRAMS[SWITCH_PROGRAM]
+    switches: dict[str, SimSwitch] = {}
+    for sp in plan.switches:
+        pipeline = Pipeline()
+        pipeline.commit(program)
+        # Seeded per switch by name: loss draws do not depend on how many switches exist.
+        tm = TrafficManager(rng=random.Random(f"{seed}:{sp.name}"))
+        for port in sorted(sp.egress):
+            ingress = parse_link_spec(sp.ingress[port]) if port in sp.ingress else None
+            tm.add_port(port, parse_link_spec(sp.egress[port]), ingress)
+            pipeline.set_port_oper_status(port, True)
+        apply(InProcessWriter(pipeline, program), program_for(tables[sp.name]))
+        switches[sp.name] = SimSwitch(sp.name, sched, pipeline, tm)
+    fabric = SimFabric(topo, mode, plan, sched, switches)
+    endpoints = (NodeKind.HOST, NodeKind.GPU)
+    for link in topo.links:
+        a, b = link.a, link.b
+        a_sw, b_sw = switches.get(a.node), switches.get(b.node)
+        if a_sw is not None and b_sw is not None:
+            a_sw.connect(a.port, b_sw, b.port)
+            b_sw.connect(b.port, a_sw, a.port)
+            continue
+        sw_end, host_end = (a, b) if a_sw is not None else (b, a)
+        sw = switches.get(sw_end.node)
+        if sw is None or topo.node(host_end.node).kind not in endpoints:
+            raise SimError(f"link {link}: expected a switch and a host")
+        fabric.uplinks[(host_end.node, host_end.port)] = (sw, sw_end.port)
+    return fabric
