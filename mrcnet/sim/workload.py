@@ -9,7 +9,7 @@ packet.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hosts.apps import pattern
 from hosts.transport import ALL_ACCESS
@@ -40,7 +40,7 @@ def start_flows(hosts: dict[str, SimHost], pairs: list[tuple[str, str]], size: i
                 seed: int = 1) -> list[Flow]:
     """Connect a QP per (src, dst) and post one WRITE of ``size`` bytes on each, now."""
     base = opts or QpOptions(profile_id=0)
-    o = QpOptions(**{**base.__dict__, "qp_type": qp_type})
+    o = replace(base, qp_type=qp_type)
     flows = []
     for i, (src, dst) in enumerate(pairs):
         a, b = hosts[src], hosts[dst]
