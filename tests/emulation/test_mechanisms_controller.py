@@ -87,10 +87,14 @@ def test_controller_port_status_update_makes_the_peer_avoid_the_plane(
                "h2 back on plane 0")
     t.wait_sends(SIZE // MiB, timeout=120)
     assert t.exact()
-    st = star.host(2).qp_stats(t.qp.qpn)
-    assert st["peer_psu"] == 2
-    assert star.host(1).host_stats()["tx_psu"] == 2  # sent by h1's agent, as asked
-    assert star.host(2).host_stats()["rx_psu"] == 2
+    h1 = star.host(1).host_stats()
+    assert h1["tx_psu"] == 2  # sent by h1's agent, as asked
+    # endpoint requests are answered statelessly: an update h1 resent because its answer was
+    # late (tx_ep_retry, only updates are retried) reaches h2 twice and is applied twice,
+    # which is harmless as it carries the same mask
+    rx_psu = star.host(2).host_stats()["rx_psu"]
+    assert 2 <= rx_psu <= 2 + h1.get("tx_ep_retry", 0), (rx_psu, h1)
+    assert star.host(2).qp_stats(t.qp.qpn)["peer_psu"] == rx_psu  # its one QP to h1
 
 
 def test_modify_port_brings_a_nic_port_down_and_up(
