@@ -65,7 +65,7 @@ from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor, controller_timings
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
-from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan
+from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan, receive_ring_bytes
 from mrcnet.fabric.workloads import WorkloadRunner
 from switch.targets import DEFAULT_KIND, target_class
 from topologies.loader import load, resolve
@@ -125,6 +125,9 @@ class RunOptions:
     # Lag (virtual seconds) up to which a process counts as on time; None: the time one
     # MTU-sized frame takes on the fastest link (see lag_tolerance()).
     lag_tolerance: float | None = None
+    # Wake-up coalescing slack of switches and agents (virtual seconds, common/coalesce.py):
+    # None: half the lag tolerance, so a run that kept up stays faithful; 0: off.
+    coalesce: float | None = None
     rx_ring: int | None = None  # receive ring slots per switch port (None: the kind's default)
     # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
     # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
@@ -134,6 +137,21 @@ class RunOptions:
     core_tuning: dict[str, float | int | None] = field(
         default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25,
                                  "cc_log_interval": 0.01})
+
+
+RING_MEMORY_SHARE = 0.5  # of the memory available, at most this much for receive rings
+
+
+def mem_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def lag_tolerance(topo: Topology) -> float:
@@ -155,6 +173,7 @@ class Fabric:
         self.clock = RunClock(opts.tdf, time.monotonic())  # ClockError on a bad factor
         self.fidelity: FidelityMonitor | None = None
         self.lag_tolerance = 0.0  # set at start (RunOptions.lag_tolerance or the topology's)
+        self.coalesce = 0.0  # wake-up coalescing slack of switches and agents (set at start)
         self.proc_args: list[str] = []  # clock and lag flags of every switch and agent
         self.topo: Topology | None = None
         self.plan: FabricPlan | None = None
@@ -228,8 +247,27 @@ class Fabric:
             self.say(f"time dilation: TDF {self.clock.tdf:g} (a virtual second lasts "
                      f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
         self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
-        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
-        ring = [] if opts.rx_ring is None else ["--rx-ring", str(opts.rx_ring)]
+        self.coalesce = (self.lag_tolerance / 2 if opts.coalesce is None else opts.coalesce)
+        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance),
+                          "--coalesce", repr(self.coalesce)]
+        # receive rings: sized per port by the switch from its link and the TDF, for frames
+        # of the fabric's MTU (common/pktring.py frames_for), unless a size is asked for
+        ring = ["--mtu", str(topo.fabric.mtu)]
+        if opts.rx_ring is not None:
+            ring += ["--rx-ring", str(opts.rx_ring)]
+        if kind.takes_run_flags:
+            rings = receive_ring_bytes(topo, opts.tdf, opts.rx_ring)
+            available = mem_available()
+            if available is not None and rings > RING_MEMORY_SHARE * available:
+                raise FabricError(
+                    f"the switches' receive rings need {rings / 2**30:.2f} GiB of kernel memory "
+                    f"({sum(len(s.ifnames) for s in plan.switches)} ports at TDF "
+                    f"{opts.tdf:g}), more than {RING_MEMORY_SHARE:.0%} of the "
+                    f"{available / 2**30:.2f} GiB available: a larger --tdf sizes them smaller "
+                    "(common/pktring.py frames_for), or --rx-ring N gives every port N slots "
+                    "of 16 KiB (0: no ring)")
+            self.say(f"receive rings: {rings / 2**20:.0f} MiB of kernel memory over the "
+                     "switches' ports")
         self.mn = MininetFabric(plan, self.run_dir, opts.switch, [*self.proc_args, *ring])
         self.mn.build()
         self.mn.start_switches()

@@ -1,0 +1,48 @@
+"""Wake-up coalescing for an event loop on the run's clock (a NIC's interrupt moderation).
+
+A switch or agent loop that wakes for every frame and every departure pays the cost of one
+wake-up (a system call, a context switch, the loop's own bookkeeping) per event. Under time
+dilation the load per wall second falls and every event gets its own wake-up, so the CPU one
+packet costs grows with the dilation factor instead of staying flat. A NIC solves the same
+problem with interrupt moderation: while frames come densely it raises one interrupt per
+interval, not one per frame.
+
+``Coalescer`` does that for a loop, adaptively:
+- *normal*: the loop waits for its sockets and its next deadline, as without coalescing;
+- after a wake-up that found work less than ``slack`` after the previous one that found work
+  (events are denser than the slack), the loop goes *moderated*: it sleeps ``slack`` without
+  watching its data sockets (control descriptors still wake it), then polls them without
+  waiting and handles everything that arrived or fell due meanwhile in one round;
+- it stays moderated while each such poll finds work, and goes back to normal at the first
+  one that finds none, so an isolated event costs what it costs without coalescing.
+Nothing runs early: work is late by at most ``slack`` (plus the OS's own latency), and the
+loop's lag meter measures it like any other lateness. A fabric sets ``slack`` to half its lag
+tolerance (one MTU-sized frame time on the fastest link), so a run that kept up stays
+faithful by the same measure. Times are virtual seconds; ``slack`` 0 turns it off.
+"""
+
+from __future__ import annotations
+
+
+class Coalescer:
+    """Decides, after each round of a loop, whether the next wait is moderated."""
+
+    __slots__ = ("_last_work", "moderated", "slack")
+
+    def __init__(self, slack: float = 0.0) -> None:
+        if not slack >= 0.0:
+            raise ValueError(f"coalescing slack must be >= 0 seconds, got {slack!r}")
+        self.slack = slack
+        self.moderated = False  # the next wait sleeps ``slack``, then polls
+        self._last_work = float("-inf")
+
+    def after_round(self, now: float, worked: bool) -> bool:
+        """The loop finished a round at ``now`` (virtual) that found work or not; returns
+        whether its next wait is moderated."""
+        if not worked:
+            self.moderated = False
+            return False
+        if not self.moderated and self.slack > 0.0 and now - self._last_work < self.slack:
+            self.moderated = True
+        self._last_work = now
+        return self.moderated
