@@ -77,14 +77,15 @@ def build_plan(
                                                 for k in path) for path in pr.paths),
                                     tuple(pr.buckets))
                         for pair, pr in sorted(routes.pairs.items())}))
-    model = PlanModel(bandwidth_bps=bandwidth_bps, alpha_s=alpha_s, delta_s=delta_s,
-                      alpha_r_s=schedule.alpha_r_s, model_s=schedule.model_s,
+    model = PlanModel(bandwidth_bps=float(bandwidth_bps), alpha_s=float(alpha_s),
+                      delta_s=float(delta_s), alpha_r_s=float(schedule.alpha_r_s),
+                      model_s=float(schedule.model_s),
                       reconfigurations=schedule.reconfigurations)
     try:
         return RunPlan(collective=coll.name, phase=coll.phase, gpus=coll.n, degree=degree,
                        size_bytes=message_bytes, dtype=dtype, buckets=buckets,
                        schedule=schedule.name, ranks=tuple(ranks), intervals=tuple(intervals),
-                       steps=tuple(steps), model=model, dark_s=dark_s)
+                       steps=tuple(steps), model=model, dark_s=float(dark_s))
     except PlanError as exc:
         raise HarvestError(f"schedule {schedule.name} makes no valid plan: {exc}") from None
 
