@@ -35,9 +35,9 @@ from common.proto import mrc_ctl_pb2 as pb
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
 from controller.harvest.model import CircuitTopology, HarvestError, Params
+from hosts.bulk import write_json
 from mrcnet.fabric import microcal
 from mrcnet.fabric.fidelity import agent_windows, assess, warning
-from mrcnet.fabric.hostjobs import write_json
 
 CALIBRATION_REPEATS = 3
 RECONFIG_PROBES = 4
