@@ -37,7 +37,7 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
         best = min(o.model_s for o in outcomes)
         # schedules the model cannot tell apart (e.g. Harvest choosing every step) all count
         tied = [o.plan.schedule for o in outcomes if o.model_s <= best * (1 + 1e-9)]
-        measured = min(outcomes, key=lambda o: o.measured_s).plan["schedule"]
+        measured = min(outcomes, key=lambda o: o.measured_s).plan.schedule
         out["fastest"] = {"model": tied, "measured": measured, "agree": measured in tied}
     return out
 

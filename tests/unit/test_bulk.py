@@ -160,7 +160,7 @@ def test_every_byte_lands_and_every_writeimm_arrives_in_order(pair: Pair) -> Non
     assert [b for _t, b in out.progress] == sorted(b for _t, b in out.progress)
     assert out.progress[0][1] == 0 and out.progress[-1][1] == size
     assert got.ok, got.errors
-    assert [wc.imm for wc in got.completions] == list(range(1, count)) + [DONE_IMM]
+    assert [wc.imm for wc in got.completions] == [*range(1, count), DONE_IMM]
     assert first_difference(s.buf, data) is None and digest(s.buf) == digest(data)
     for ep in (w, s):
         ep.release()
