@@ -163,8 +163,9 @@ class RunPlan:
         shape = rules.Shape(n, self.degree, self.buckets, self.barrier)
         rules.check_intervals(self.intervals, shape, len(self.steps))
         if m.reconfigurations != len(self.intervals) - 1:
-            raise PlanError(f"plan model 'reconfigurations' is {m.reconfigurations}; the plan "
-                            f"has {len(self.intervals)} intervals")
+            raise PlanError(f"plan model 'reconfigurations' is {m.reconfigurations}; the "
+                            f"{len(self.intervals)} interval(s) of the plan make "
+                            f"{len(self.intervals) - 1}")
         rules.check_steps(self.steps, coll, self.intervals, shape)
         return coll
 
