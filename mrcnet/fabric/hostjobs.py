@@ -50,21 +50,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hosts import bulk
 from hosts.api import Context, QpAttr, QpType, RetryAttr
-from hosts.bulk import (
-    DONE_IMM,
-    Endpoint,
-    Immediates,
-    await_done,
-    await_writeimms,
-    connect_by_files,
-    digest,
-    pattern,
-    publish_done,
-    wr_count,
-    write_buffer,
-    write_json,
-)
 
 POLL_S = 0.02
 
@@ -165,59 +152,60 @@ def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    imm = Immediates(every=bool(job.get("wimm", False)), last=DONE_IMM)
-    count = wr_count(size, int(job.get("chunk", 256 << 10)))
-    buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    imm = bulk.Immediates(every=bool(job.get("wimm", False)), last=bulk.DONE_IMM)
+    count = bulk.wr_count(size, int(job.get("chunk", 256 << 10)))
+    buf = bulk.pattern(size, int(job["seed"])) if writer else bytearray(size)
     cc_profile = int(job.get("cc_profile", 0))
     if cc_profile:
         _await_cc_profile(ctx, cc_profile, timeout)
-    ep = Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=_attr(job),
-                  cqe=int(job.get("cqe", 4096)),
-                  receives=0 if writer else len(imm.expected(count)))
+    ep = bulk.Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=_attr(job),
+                       cqe=int(job.get("cqe", 4096)),
+                       receives=0 if writer else len(imm.expected(count)))
     try:
         out = _transfer(ctx, job, ep, imm, count)
     except BaseException:
         if writer:
-            publish_done(oob, str(job["name"]))
+            bulk.publish_done(oob, str(job["name"]))
         ep.release()
         raise
     if writer:
         def release() -> None:
-            publish_done(oob, str(job["name"]))
+            bulk.publish_done(oob, str(job["name"]))
             ep.release()
     else:
         def release() -> None:  # a lost final ACK: the writer retransmits until answered
-            await_done(oob, str(job["peer"]), timeout)
+            bulk.await_done(oob, str(job["peer"]), timeout)
             ep.release()
     return out, release
 
 
-def _transfer(ctx: Context, job: dict[str, Any], ep: Endpoint, imm: Immediates,
+def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, imm: bulk.Immediates,
               count: int) -> dict[str, Any]:
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     writer = job["role"] == "writer"
-    info = connect_by_files(ep, Path(str(job["oob_dir"])), str(job["name"]), str(job["peer"]),
-                            sink=not writer, attr=_attr(job), timeout=timeout,
-                            need=size if writer else 0)
+    info = bulk.connect_by_files(ep, Path(str(job["oob_dir"])), str(job["name"]),
+                                 str(job["peer"]), sink=not writer, attr=_attr(job),
+                                 timeout=timeout, need=size if writer else 0)
     agent = ctx.agent
     timing_start = agent.timing()
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         try:
-            got = await_writeimms(ep.cq, imm.expected(count), clock=agent.clock,
-                                  timeout=timeout)
+            got = bulk.await_writeimms(ep.cq, imm.expected(count), clock=agent.clock,
+                                       timeout=timeout)
         finally:
             if hog is not None:
                 hog.stop()
         return {"bytes": size if got.ok else 0, "seconds": got.seconds,
                 "imm_completions": len(got.completions),
-                "sha256": digest(ep.buf) if got.ok else "", "errors": got.errors,
+                "sha256": bulk.digest(ep.buf) if got.ok else "", "errors": got.errors,
                 "timing": {"start": timing_start, "end": agent.timing()},
                 **_qp_report(ctx, ep.qp.qpn)}
-    out = write_buffer(ep.qp, ep.cq, ep.mr, info, size, chunk=int(job.get("chunk", 256 << 10)),
-                       depth=int(job.get("depth", 8)), imm=imm, clock=agent.clock,
-                       timeout=timeout)
+    out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size,
+                            chunk=int(job.get("chunk", 256 << 10)),
+                            depth=int(job.get("depth", 8)), imm=imm, clock=agent.clock,
+                            timeout=timeout)
     unix = agent.run_clock.unix
     return {"bytes": size if out.ok else 0, "seconds": out.seconds, "errors": out.errors,
             "completed_wrs": len(out.completions),
@@ -234,7 +222,7 @@ def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
         out = {"bytes": 0, "errors": [f"{type(exc).__name__}: {exc}"],
                "trace": traceback.format_exc()}
     out["id"] = job.get("id")
-    write_json(result, out)
+    bulk.write_json(result, out)
     try:
         release()
     except Exception:  # the result is written; a failed release is the agent log's business
