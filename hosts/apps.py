@@ -25,6 +25,7 @@ out-of-band file waits are wall-clock guards.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,26 +63,43 @@ def _endpoint(ctx: Context, args: dict[str, Any], buf: bytearray, receives: int)
                     access=Access.LOCAL_WRITE | Access.REMOTE_WRITE, receives=receives)
 
 
+@dataclass(frozen=True)
+class _Role:
+    """What both apps read from their arguments."""
+
+    size: int
+    timeout: float
+    oob: Path
+    name: str
+    peer: str
+    result: Path
+
+    @staticmethod
+    def of(args: dict[str, Any]) -> _Role:
+        return _Role(int(args["size"]), float(args.get("timeout", 120)),
+                     Path(str(args["oob_dir"])), str(args["name"]), str(args["peer"]),
+                     Path(str(args["result"])))
+
+
 def sink(ctx: Context, args: dict[str, Any]) -> int:
     """Receive ``size`` bytes; done when the writer's WriteImm completes a posted receive."""
-    size = int(args["size"])
-    timeout = float(args.get("timeout", 120))
-    oob, name, peer = Path(str(args["oob_dir"])), str(args["name"]), str(args["peer"])
-    result = Path(str(args["result"]))
+    me = _Role.of(args)
+    size, timeout = me.size, me.timeout
     buf = bytearray(size)
     ep = _endpoint(ctx, args, buf, receives=1)
     try:
-        connect_by_files(ep, oob, name, peer, sink=True, attr=_qp_attr(args), timeout=timeout)
+        connect_by_files(ep, me.oob, me.name, me.peer, sink=True, attr=_qp_attr(args),
+                         timeout=timeout)
         clock = ctx.agent.clock  # the run's clock: seconds below are virtual under dilation
         cpu0 = time.process_time()
         got = await_writeimms(ep.cq, IMMEDIATES.expected(1), clock=clock, timeout=timeout)
         cpu = time.process_time() - cpu0
-        write_json(result, {"bytes": size if got.ok else 0,
+        write_json(me.result, {"bytes": size if got.ok else 0,
                             "sha256": digest(buf) if got.ok else "", "seconds": got.seconds,
                             "imm": got.completions[0].imm if got.completions else None,
                             "errors": got.errors, "cpu_seconds": cpu})
         # the agent exits when its apps return: stay until the writer has its acknowledgements
-        await_done(oob, peer, timeout)
+        await_done(me.oob, me.peer, timeout)
     finally:
         ep.release()
     return 0 if got.ok else 1
@@ -89,18 +107,16 @@ def sink(ctx: Context, args: dict[str, Any]) -> int:
 
 def writer(ctx: Context, args: dict[str, Any]) -> int:
     """Write ``size`` bytes of pattern(size, seed) to the peer's buffer, ``depth`` WRs deep."""
-    size = int(args["size"])
-    timeout = float(args.get("timeout", 120))
-    oob, name, peer = Path(str(args["oob_dir"])), str(args["name"]), str(args["peer"])
-    result = Path(str(args["result"]))
+    me = _Role.of(args)
+    size, timeout = me.size, me.timeout
     data = pattern(size, int(args.get("seed", 1)))
     ep = _endpoint(ctx, args, data, receives=0)
     try:
         try:
-            info = connect_by_files(ep, oob, name, peer, sink=False, attr=_qp_attr(args),
-                                    timeout=timeout, need=size)
+            info = connect_by_files(ep, me.oob, me.name, me.peer, sink=False,
+                                    attr=_qp_attr(args), timeout=timeout, need=size)
         except ValueError as exc:
-            write_json(result, {"bytes": 0, "errors": [str(exc)]})
+            write_json(me.result, {"bytes": 0, "errors": [str(exc)]})
             return 1
         cpu0 = time.process_time()
         out = write_buffer(ep.qp, ep.cq, ep.mr, info, size, chunk=int(args.get("chunk", 1 << 20)),
@@ -108,9 +124,9 @@ def writer(ctx: Context, args: dict[str, Any]) -> int:
                            clock=ctx.agent.clock, timeout=timeout)
         cpu = time.process_time() - cpu0
     finally:
-        publish_done(oob, name)
+        publish_done(me.oob, me.name)
         ep.release()
-    write_json(result, {"bytes": size if out.ok else 0, "seconds": out.seconds,
+    write_json(me.result, {"bytes": size if out.ok else 0, "seconds": out.seconds,
                         "goodput_bps": size * 8 / out.seconds if out.ok and out.seconds > 0
                         else 0.0,
                         "errors": out.errors, "completed_wrs": len(out.completions),

@@ -7,15 +7,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from common.collective_plan.parts import (
-    Circuit,
-    Interval,
-    Pair,
-    PlanError,
-    PlanModel,
-    PlanStep,
-    Route,
-)
+from common.collective_plan import parts
+from common.collective_plan.parts import PlanError
 
 
 def fields(value: Any, where: str, required: Sequence[str],
@@ -60,14 +53,14 @@ def integers(value: Any, where: str) -> tuple[int, ...]:
     return tuple(integer(x, f"{where}[{i}]") for i, x in enumerate(items(value, where)))
 
 
-def pair_key(key: Any, where: str) -> Pair:
+def pair_key(key: Any, where: str) -> parts.Pair:
     s, sep, t = str(key).partition(">")
     if not sep or not s.isdecimal() or not t.isdecimal():
         raise PlanError(f"{where}: route key {key!r} is not 'source>destination'")
     return int(s), int(t)
 
 
-def route(value: Any, where: str) -> Route:
+def route(value: Any, where: str) -> parts.Route:
     d = fields(value, where, ("paths", "buckets"))
     paths = []
     for i, path in enumerate(items(d["paths"], f"{where} 'paths'")):
@@ -78,14 +71,14 @@ def route(value: Any, where: str) -> Route:
                 raise PlanError(f"{where} path {i} hop {j} must be [gpu, port], got {hop!r}")
             hops.append((pair[0], pair[1]))
         paths.append(tuple(hops))
-    return Route(tuple(paths), integers(d["buckets"], f"{where} 'buckets'"))
+    return parts.Route(tuple(paths), integers(d["buckets"], f"{where} 'buckets'"))
 
 
 STEP_FIELDS = ("step", "interval", "kind", "sends", "blocks", "theta", "hops", "model_s",
                 "volume_bytes", "routes")
 
 
-def step(value: Any, i: int) -> PlanStep:
+def step(value: Any, i: int) -> parts.PlanStep:
     where = f"plan step {i}"
     d = fields(value, where, STEP_FIELDS, ("reconfigure_after", "hidden_reconfiguration_s"))
     sends = tuple(None if v is None else integer(v, f"{where} 'sends'[{u}]")
@@ -98,7 +91,7 @@ def step(value: Any, i: int) -> PlanStep:
     routes = {pair_key(k, where): route(r, f"{where} route {k!r}") for k, r in routes_in.items()}
     after = d.get("reconfigure_after")
     hidden = d.get("hidden_reconfiguration_s")
-    return PlanStep(
+    return parts.PlanStep(
         integer(d["step"], f"{where} 'step'"), integer(d["interval"], f"{where} 'interval'"),
         string(d["kind"], f"{where} 'kind'"), sends, blocks, number(d["theta"], f"{where} 'theta'"),
         integer(d["hops"], f"{where} 'hops'"), number(d["model_s"], f"{where} 'model_s'"),
@@ -107,7 +100,7 @@ def step(value: Any, i: int) -> PlanStep:
         None if hidden is None else number(hidden, f"{where} 'hidden_reconfiguration_s'"))
 
 
-def interval(value: Any, k: int) -> Interval:
+def interval(value: Any, k: int) -> parts.Interval:
     where = f"plan interval {k}"
     d = fields(value, where, ("steps", "edges", "circuits"))
     span = integers(d["steps"], f"{where} 'steps'")
@@ -124,16 +117,16 @@ def interval(value: Any, k: int) -> Interval:
         quad = integers(c, f"{where} circuit {j}")
         if len(quad) != 4:
             raise PlanError(f"{where} circuit {j} must be [u, u_port, v, v_port], got {c!r}")
-        circuits.append(Circuit(*quad))
-    return Interval(span[0], span[1], tuple(edges), tuple(circuits))
+        circuits.append(parts.Circuit(*quad))
+    return parts.Interval(span[0], span[1], tuple(edges), tuple(circuits))
 
 
-def model(value: Any) -> PlanModel:
+def model(value: Any) -> parts.PlanModel:
     where = "plan 'model'"
     d = fields(value, where, ("bandwidth_bps", "alpha_s", "delta_s", "alpha_r_s", "model_s",
                                "reconfigurations"), ("hidden_reconfiguration_s",))
     hidden = d.get("hidden_reconfiguration_s")
-    return PlanModel(
+    return parts.PlanModel(
         bandwidth_bps=number(d["bandwidth_bps"], f"{where} 'bandwidth_bps'"),
         alpha_s=number(d["alpha_s"], f"{where} 'alpha_s'"),
         delta_s=number(d["delta_s"], f"{where} 'delta_s'"),

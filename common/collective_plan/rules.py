@@ -8,17 +8,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from common.collective_plan.parts import (
-    CUSTOM,
-    STEP_KINDS,
-    Circuit,
-    Hop,
-    Interval,
-    Pair,
-    PlanError,
-    PlanStep,
-    Route,
-)
+from common.collective_plan import parts
+from common.collective_plan.parts import PlanError
 from common.collectives import Collective, CollectiveError, build
 
 
@@ -44,30 +35,31 @@ def nonnegative(value: float, where: str) -> None:
         raise PlanError(f"{where} must not be negative, got {value!r}")
 
 
-def algorithm(name: str, phase: str, n: int, steps: Sequence[PlanStep]) -> Collective:
+def algorithm(name: str, phase: str, n: int, steps: Sequence[parts.PlanStep]) -> Collective:
     """The collective a plan runs: built from ``common.collectives``, or spelled out by the
     plan's steps (``custom``), whose shape is checked here."""
-    if name != CUSTOM:
+    if name != parts.CUSTOM:
         try:
             coll = build(name, n, phase)
         except CollectiveError as exc:
             raise PlanError(f"plan collective: {exc}") from None
     else:
-        if phase != CUSTOM:
-            raise PlanError(f"a custom collective has phase {CUSTOM!r}, got {phase!r}")
+        if phase != parts.CUSTOM:
+            raise PlanError(f"a custom collective has phase {parts.CUSTOM!r}, got {phase!r}")
         for st in steps:
             _check_custom_step(st, n)
-        coll = Collective(CUSTOM, CUSTOM, n, tuple(st.pattern for st in steps))
+        coll = Collective(parts.CUSTOM, parts.CUSTOM, n, tuple(st.pattern for st in steps))
     if len(steps) != len(coll.steps):
         raise PlanError(f"the plan has {len(steps)} steps; {coll.name} {coll.phase} on {n} "
                         f"GPUs has {len(coll.steps)}")
     return coll
 
 
-def _check_custom_step(st: PlanStep, n: int) -> None:
+def _check_custom_step(st: parts.PlanStep, n: int) -> None:
     where = f"plan step {st.step}"
-    if st.kind not in STEP_KINDS:
-        raise PlanError(f"{where}: kind {st.kind!r} is not one of {', '.join(STEP_KINDS)}")
+    if st.kind not in parts.STEP_KINDS:
+        raise PlanError(f"{where}: kind {st.kind!r} is not one of "
+                        f"{', '.join(parts.STEP_KINDS)}")
     if len(st.sends) != n or len(st.blocks) != n:
         raise PlanError(f"{where}: 'sends' and 'blocks' need one entry for each of the {n} "
                         f"GPUs")
@@ -77,7 +69,7 @@ def _check_custom_step(st: PlanStep, n: int) -> None:
         in_range(st.blocks[u], n, f"{where} blocks of GPU {u}")
 
 
-def check_intervals(intervals: Sequence[Interval], shape: Shape, steps: int) -> None:
+def check_intervals(intervals: Sequence[parts.Interval], shape: Shape, steps: int) -> None:
     """The intervals cover steps 1..``steps`` in order; their circuits join distinct GPUs'
     ports, one circuit per port and direction, and realise the edges."""
     if not intervals:
@@ -98,9 +90,9 @@ def check_intervals(intervals: Sequence[Interval], shape: Shape, steps: int) -> 
         raise PlanError(f"plan intervals cover steps 1..{expect - 1}, the plan has {steps}")
 
 
-def _check_circuits(iv: Interval, shape: Shape, where: str) -> None:
-    outs: set[Hop] = set()
-    ins: set[Hop] = set()
+def _check_circuits(iv: parts.Interval, shape: Shape, where: str) -> None:
+    outs: set[parts.Hop] = set()
+    ins: set[parts.Hop] = set()
     for c in iv.circuits:
         name = f"{where} circuit {c.to_json()}"
         in_range((c.src, c.dst), shape.gpus, name)
@@ -115,8 +107,8 @@ def _check_circuits(iv: Interval, shape: Shape, where: str) -> None:
         raise PlanError(f"{where}: the circuits do not realise the edges")
 
 
-def check_route(st: PlanStep, pair: Pair, route: Route, links: Mapping[Hop, Circuit],
-                shape: Shape) -> None:
+def check_route(st: parts.PlanStep, pair: parts.Pair, route: parts.Route,
+                links: Mapping[parts.Hop, parts.Circuit], shape: Shape) -> None:
     """Every path of the pair follows the step's circuits from source to destination, no
     GPU twice, and every EV bucket names one of them."""
     s, t = pair
@@ -145,8 +137,8 @@ def check_route(st: PlanStep, pair: Pair, route: Route, links: Mapping[Hop, Circ
             raise PlanError(f"{where} path {i} ends at GPU {at}")
 
 
-def check_steps(steps: Sequence[PlanStep], coll: Collective, intervals: Sequence[Interval],
-                shape: Shape) -> None:
+def check_steps(steps: Sequence[parts.PlanStep], coll: Collective,
+                intervals: Sequence[parts.Interval], shape: Shape) -> None:
     """Step i is the collective's step i, on an interval that covers it, with routes along
     that interval's circuits, and the barrier's marks exactly where a new interval starts."""
     early = shape.barrier == "early"
