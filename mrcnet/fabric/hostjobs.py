@@ -5,12 +5,13 @@ The orchestrator starts every agent with this one app; it watches ``JOBS_DIR`` f
 device context, so workloads can be started on a running fabric (``mrcnet run``, the CLI's
 ``run``). Roles:
 
-- ``sink``: registers ``size`` bytes, posts one receive, publishes its QP out of band
-  (``OOB/<name>.json``), waits for the writer's final WriteImm, then reports the SHA-256 of
-  its buffer (the orchestrator compares it with an independent hash of the pattern). With
-  ``throttle`` it also runs a CPU-hogging consumer for a while (host-side congestion).
-- ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
-  ``depth`` outstanding, the last one a WriteImm.
+- ``sink``: registers ``size`` bytes, posts one receive, connects out of band
+  (``OOB/<name>.json``, then ``OOB/<name>-ready.json`` once connected), waits for the
+  writer's final WriteImm, then reports the SHA-256 of its buffer (the orchestrator compares
+  it with an independent hash of the pattern). With ``throttle`` it also runs a CPU-hogging
+  consumer for a while (host-side congestion).
+- ``writer``: once its sink is ready, writes ``pattern(size, seed)`` into the sink's buffer
+  in ``chunk``-byte WRs, ``depth`` outstanding, the last one a WriteImm.
 - with ``"wimm": true`` every WR of the writer is a WriteImm (immediate = its index + 1, the
   last one DONE_IMM) and the sink pre-posts one receive per WR and checks that their
   completions come in send order with those immediates; ``max_wimm`` (QP attribute, both
@@ -18,10 +19,13 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 - ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters) and
   ``open_qps``, the numbers of the QPs the agent holds.
 
+Writer, sink, connection and verification are hosts/bulk's, as for the agent's apps and the
+mechanism lab.
+
 A writer and a sink release their QP, CQ and memory region once their result is written: a
 QP left behind costs the agent's loop on every iteration (``HostCore.get_timer`` visits every
 QP), so a fabric running round after round got slower with each round. The writer releases at
-once and leaves ``OOB/<name>-done.json`` (hosts/apps.py ``publish_done``); the sink keeps its
+once and leaves ``OOB/<name>-done.json`` (hosts/bulk ``publish_done``); the sink keeps its
 QP until that file appears (bounded by the job's timeout), so it can still acknowledge a
 retransmission whose first ACK was lost.
 
@@ -38,9 +42,7 @@ Waiting for the peer's out-of-band file is a wall-clock guard.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import threading
 import time
 import traceback
@@ -48,42 +50,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hosts.api import (
-    Access,
-    Context,
-    QpAttr,
-    QpInitAttr,
-    QpType,
-    RecvWR,
-    RemoteQp,
-    RetryAttr,
-    SendWR,
-    WcStatus,
-    WrOpcode,
-    connect_qp,
-    init_qp,
-)
-from hosts.apps import await_done, pattern, publish_done
+from hosts import bulk
+from hosts.api import Context, QpAttr, QpType, RetryAttr
 
-DONE_IMM = 0xF00D
 POLL_S = 0.02
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write (readers never see a partial file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _await_file(path: Path, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            data: dict[str, Any] = json.loads(path.read_text())
-            return data
-        time.sleep(POLL_S)
-    raise TimeoutError(f"{path} did not appear within {timeout:.0f} s")
 
 
 def _attr(job: dict[str, Any]) -> QpAttr:
@@ -182,129 +152,66 @@ def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    oob.mkdir(parents=True, exist_ok=True)
-    buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    imm = bulk.Immediates(every=bool(job.get("wimm", False)), last=bulk.DONE_IMM)
+    count = bulk.wr_count(size, int(job.get("chunk", 256 << 10)))
+    buf = bulk.pattern(size, int(job["seed"])) if writer else bytearray(size)
     cc_profile = int(job.get("cc_profile", 0))
     if cc_profile:
         _await_cc_profile(ctx, cc_profile, timeout)
-    cq = ctx.create_cq(int(job.get("cqe", 4096)))
-    qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
-    mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+    ep = bulk.Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=_attr(job),
+                       cqe=int(job.get("cqe", 4096)),
+                       receives=0 if writer else len(imm.expected(count)))
     try:
-        out = _transfer(ctx, job, qp, cq, mr, buf)
+        out = _transfer(ctx, job, ep, imm, count)
     except BaseException:
         if writer:
-            publish_done(oob, str(job["name"]))
-        _release(qp, cq, mr)
+            bulk.publish_done(oob, str(job["name"]))
+        ep.release()
         raise
     if writer:
         def release() -> None:
-            publish_done(oob, str(job["name"]))
-            _release(qp, cq, mr)
+            bulk.publish_done(oob, str(job["name"]))
+            ep.release()
     else:
         def release() -> None:  # a lost final ACK: the writer retransmits until answered
-            await_done(oob, str(job["peer"]), timeout)
-            _release(qp, cq, mr)
+            bulk.await_done(oob, str(job["peer"]), timeout)
+            ep.release()
     return out, release
 
 
-def _release(qp: Any, cq: Any, mr: Any) -> None:
-    qp.destroy()
-    cq.destroy()
-    mr.dereg()
-
-
-def _transfer(ctx: Context, job: dict[str, Any], qp: Any, cq: Any, mr: Any,
-              buf: bytearray) -> dict[str, Any]:
+def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, imm: bulk.Immediates,
+              count: int) -> dict[str, Any]:
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
-    oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    attr = _attr(job)
-    chunk = int(job.get("chunk", 256 << 10))
-    offsets = list(range(0, size, chunk))
-    wimm = bool(job.get("wimm", False))
-    init_qp(qp, attr)
-    if not writer:
-        qp.post_recv([RecvWR(wr_id=i + 1) for i in range(len(offsets) if wimm else 1)])
-    gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
-    oob.mkdir(parents=True, exist_ok=True)
-    write_json(oob / f"{job['name']}.json", {"qpn": qp.qpn, "gids": gids, "addr": mr.addr,
-                                              "rkey": mr.rkey, "length": mr.length})
-    peer = _await_file(oob / f"{job['peer']}.json", timeout)
-    connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
-               attr)
+    info = bulk.connect_by_files(ep, Path(str(job["oob_dir"])), str(job["name"]),
+                                 str(job["peer"]), sink=not writer, attr=_attr(job),
+                                 timeout=timeout, need=size if writer else 0)
     agent = ctx.agent
-    clock = agent.clock
-    unix = agent.run_clock.unix
     timing_start = agent.timing()
-    start = clock()
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         try:
-            out = _sink(ctx, qp.qpn, cq, buf, len(offsets) if wimm else 1, start, timeout)
+            got = bulk.await_writeimms(ep.cq, imm.expected(count), clock=agent.clock,
+                                       timeout=timeout)
         finally:
             if hog is not None:
                 hog.stop()
-        out["timing"] = {"start": timing_start, "end": agent.timing()}
-        return out
-    depth = int(job.get("depth", 8))
-    posted = done = acked = 0
-    errors: list[str] = []
-    progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
-    deadline = start + timeout
-    while done < len(offsets) and clock() < deadline and not errors:
-        while posted < len(offsets) and posted - done < depth:
-            off = offsets[posted]
-            last = posted == len(offsets) - 1
-            qp.post_send(SendWR(
-                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last or wimm else WrOpcode.WRITE,
-                local_addr=mr.addr + off, length=min(chunk, size - off), lkey=mr.lkey,
-                remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
-                imm=DONE_IMM if last else posted + 1))
-            posted += 1
-        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(depth):
-            done += 1
-            if wc.status != WcStatus.SUCCESS:
-                errors.append(f"wr {wc.wr_id}: {wc.status.value}")
-            else:
-                acked += min(chunk, size - offsets[wc.wr_id])
-                progress.append((round(unix(), 6), acked))
-    elapsed = clock() - start
-    ok = done == len(offsets) and not errors
-    if done < len(offsets) and not errors:
-        errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
-    return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
-            "completed_wrs": done, "progress": progress,
+        return {"bytes": size if got.ok else 0, "seconds": got.seconds,
+                "imm_completions": len(got.completions),
+                "sha256": bulk.digest(ep.buf) if got.ok else "", "errors": got.errors,
+                "timing": {"start": timing_start, "end": agent.timing()},
+                **_qp_report(ctx, ep.qp.qpn)}
+    out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size,
+                            chunk=int(job.get("chunk", 256 << 10)),
+                            depth=int(job.get("depth", 8)), imm=imm, clock=agent.clock,
+                            timeout=timeout)
+    unix = agent.run_clock.unix
+    return {"bytes": size if out.ok else 0, "seconds": out.seconds, "errors": out.errors,
+            "completed_wrs": len(out.completions),
+            "progress": [(round(unix(t), 6), acked) for t, acked in out.progress],
             "timing": {"start": timing_start, "end": agent.timing()},
-            **_qp_report(ctx, qp.qpn)}
-
-
-def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, receives: int, start: float,
-          timeout: float) -> dict[str, Any]:
-    """Wait for the WriteImm completions (one, or one per WR), in order, then hash (times on
-    the agent's run clock)."""
-    clock = ctx.agent.clock
-    deadline = start + timeout
-    wcs: list[Any] = []
-    errors: list[str] = []
-    while len(wcs) < receives and clock() < deadline:
-        got = cq.wait(1, max(0.0, min(1.0, deadline - clock())))
-        wcs += got + cq.poll(receives)
-        if any(wc.status != WcStatus.SUCCESS for wc in wcs):
-            break
-    elapsed = clock() - start
-    want = [(i + 1, i + 1 if i < receives - 1 else DONE_IMM) for i in range(receives)]
-    got_ids = [(wc.wr_id, wc.imm) for wc in wcs]
-    if got_ids != want:
-        bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
-        errors.append(f"WriteImm completions: {len(wcs)}/{receives}"
-                      + (f", first error {bad[0]!r}" if bad else ", out of send order"
-                         if len(wcs) == receives else ""))
-    ok = not errors
-    return {"bytes": len(buf) if ok else 0, "seconds": elapsed, "imm_completions": len(wcs),
-            "sha256": hashlib.sha256(buf).hexdigest() if ok else "", "errors": errors,
-            **_qp_report(ctx, qpn)}
+            **_qp_report(ctx, ep.qp.qpn)}
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
@@ -315,7 +222,7 @@ def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
         out = {"bytes": 0, "errors": [f"{type(exc).__name__}: {exc}"],
                "trace": traceback.format_exc()}
     out["id"] = job.get("id")
-    write_json(result, out)
+    bulk.write_json(result, out)
     try:
         release()
     except Exception:  # the result is written; a failed release is the agent log's business

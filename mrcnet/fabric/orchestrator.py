@@ -517,7 +517,7 @@ class Fabric:
                 for host, res in self._host_stats_jobs(timeout).items()}
 
     def _host_stats_jobs(self, timeout: float) -> dict[str, dict[str, Any]]:
-        from mrcnet.fabric.hostjobs import write_json
+        from hosts.bulk import write_json
 
         if self.plan is None or not self.agents:
             return {}
