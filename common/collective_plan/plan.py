@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common.collective_plan import reading, rules
+import common.collective_plan.reading as reading
+import common.collective_plan.rules as rules
 from common.collective_plan.parts import (
     BARRIERS,
     DTYPES,

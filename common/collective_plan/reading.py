@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from common.collective_plan import parts
+import common.collective_plan.parts as parts
 from common.collective_plan.parts import PlanError
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from common.collective_plan import parts
+import common.collective_plan.parts as parts
 from common.collective_plan.parts import PlanError
 from common.collectives import Collective, CollectiveError, build
 
