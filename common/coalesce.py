@@ -18,10 +18,17 @@ interval, not one per frame.
 Nothing runs early: work is late by at most ``slack`` (plus the OS's own latency), and the
 loop's lag meter measures it like any other lateness. A fabric sets ``slack`` to half its lag
 tolerance (one MTU-sized frame time on the fastest link), so a run that kept up stays
-faithful by the same measure. Times are virtual seconds; ``slack`` 0 turns it off.
+faithful by the same measure. Times are virtual seconds; ``slack`` 0 turns it off, and so
+does a slack shorter than ``MIN_WALL_SLACK`` of wall time (``slack x tdf``): a sleep that
+short costs a system call more than it saves (at TDF 1 a fabric's slack is a microsecond or
+two, and a loaded loop would pay an extra ``select`` per round).
 """
 
 from __future__ import annotations
+
+
+MIN_WALL_SLACK = 50e-6
+"""Wall seconds below which a coalescing sleep is not worth its system call."""
 
 
 class Coalescer:
@@ -29,10 +36,12 @@ class Coalescer:
 
     __slots__ = ("_last_work", "moderated", "slack")
 
-    def __init__(self, slack: float = 0.0) -> None:
+    def __init__(self, slack: float = 0.0, tdf: float = 1.0) -> None:
+        """``slack`` in virtual seconds on a clock ``tdf`` times slower than the wall clock;
+        ``self.slack`` is the one in force (0 when off)."""
         if not slack >= 0.0:
             raise ValueError(f"coalescing slack must be >= 0 seconds, got {slack!r}")
-        self.slack = slack
+        self.slack = slack if slack * tdf >= MIN_WALL_SLACK else 0.0
         self.moderated = False  # the next wait sleeps ``slack``, then polls
         self._last_work = float("-inf")
 

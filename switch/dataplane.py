@@ -124,8 +124,8 @@ class Dataplane:
         self.run_clock = run_clock or RunClock(1.0)
         self.clock = clock or (run_clock.now if run_clock is not None else time.monotonic)
         self.lag = LagMeter(self.clock(), self.run_clock.tdf, lag_tolerance)
-        self.coalescer = Coalescer(coalesce)
-        self.lag.slack = coalesce
+        self.coalescer = Coalescer(coalesce, self.run_clock.tdf)
+        self.lag.slack = self.coalescer.slack
         # Kernel receive timestamps per port: how long a batch waited to be read (a port
         # with a receive ring has them in the ring's slots, others ask the socket).
         self.rx_stamps: dict[int, RxStamp | RxRing] = {

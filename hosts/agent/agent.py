@@ -104,8 +104,8 @@ class Agent:
         self.clock = clock
         self.t0 = clock()
         self.lag = LagMeter(self.t0, self.run_clock.tdf, lag_tolerance)
-        self.coalescer = Coalescer(coalesce)
-        self.lag.slack = coalesce
+        self.coalescer = Coalescer(coalesce, self.run_clock.tdf)
+        self.lag.slack = self.coalescer.slack
         if core is None:
             from hosts.agent.corecfg import build_core
 

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from common.coalesce import Coalescer
+from common.coalesce import MIN_WALL_SLACK, Coalescer
 
 
 def test_off_never_moderates() -> None:
     c = Coalescer(0.0)
     assert [c.after_round(t * 1e-9, True) for t in range(5)] == [False] * 5
+
+
+def test_a_slack_shorter_than_a_useful_sleep_is_off() -> None:
+    """At TDF 1 a fabric's slack (half a 4 KiB frame at 10 Gb/s: 1.6 us) is below what a
+    sleep is worth; dilated 200 times (330 us of wall time) it is in force."""
+    assert Coalescer(1.6e-6, tdf=1.0).slack == 0.0
+    assert Coalescer(1.6e-6, tdf=200.0).slack == 1.6e-6
+    assert Coalescer(MIN_WALL_SLACK).slack == MIN_WALL_SLACK
+    off = Coalescer(1.6e-6)
+    assert [off.after_round(t * 1e-7, True) for t in range(4)] == [False] * 4
 
 
 def test_isolated_events_are_not_delayed() -> None:
