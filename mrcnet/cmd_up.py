@@ -97,10 +97,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                         help="receive ring slots per embedded switch port (16 KiB of kernel "
                              "memory each; default: sized per port from its link rate and the "
                              "TDF, 128-1024); 0: recvmmsg")
-    parser.add_argument("--coalesce", type=float, default=None, metavar="S",
+    parser.add_argument("--coalesce", type=float, default=0.0, metavar="S",
                         help="wake-up coalescing slack of switches and agents in virtual "
-                             "seconds (default: half the lag tolerance, one MTU frame's time "
-                             "on the fastest link; 0: a wake-up per event)")
+                             "seconds (default 0: a wake-up per event; measured, coalescing "
+                             "saved wake-ups but no CPU, docs/switch.md)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
     parser.add_argument("--pcap", action="store_true",

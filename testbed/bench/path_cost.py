@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dst", default="h3")
     parser.add_argument("--coalesce", type=float, default=None, metavar="S",
                         help="wake-up coalescing slack of switches and agents (virtual "
-                             "seconds; default: the fabric's, half its lag tolerance; 0: off)")
+                             "seconds; default: the fabric's, off)")
     parser.add_argument("--no-syscalls", action="store_true",
                         help="do not attach perf to count system calls")
     parser.add_argument("--json", action="store_true")

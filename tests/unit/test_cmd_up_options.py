@@ -22,7 +22,7 @@ def test_rx_ring_reaches_the_run_options_and_is_bounded() -> None:
 
 
 def test_coalesce_reaches_the_run_options_and_is_bounded() -> None:
-    assert options(_args()).coalesce is None  # the fabric's: half its lag tolerance
+    assert options(_args()).coalesce == 0.0  # off
     assert options(_args("--coalesce", "0")).coalesce == 0.0
     assert options(_args("--coalesce", "2e-6")).coalesce == 2e-6
     for bad in ("-1e-6", "1.5"):
