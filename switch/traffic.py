@@ -512,16 +512,10 @@ class TrafficManager:
     def service(self, now: float, tx: list[tuple[int, bytes]], rx: list[tuple[int, bytes]]) -> None:
         """Deliver due frames: egress ones to ``tx`` (port, frame) to send on the port,
         ingress ones to ``rx`` (port, frame) for the pipeline."""
-        buf: list[bytes] = []
-        busy = self.busy_egress
-        for port, sh in list(busy.items()):
-            sh.service(now, buf)
-            if buf:
-                tx.extend((port, d) for d in buf)
-                buf.clear()
-            if not sh.backlog and not sh.inflight:
-                del busy[port]
-        self._service_ingress(now, rx)
+        per_port: dict[int, list[bytes]] = {}
+        self.service_into(now, per_port, rx)
+        for port, frames in per_port.items():
+            tx.extend((port, d) for d in frames)
 
     def service_into(
         self, now: float, tx: dict[int, list[bytes]], rx: list[tuple[int, bytes]]

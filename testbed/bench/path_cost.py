@@ -29,7 +29,7 @@ from typing import Any
 
 from mrcnet.fabric.fidelity import controller_timings, verdict
 from testbed.bench import verdicts
-from testbed.bench.proccost import ProcessCost
+from testbed.bench.proccost import ProcessCost, path_processes
 
 SWITCH_HOPS = 3  # leaf, spine, leaf on clos-2p between hosts of different leaves
 
@@ -50,14 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-syscalls", action="store_true",
                         help="do not attach perf to count system calls")
     parser.add_argument("--json", action="store_true")
-
-
-def _processes(fab: Any, src: str, dst: str) -> dict[str, int]:
-    procs = {f"agent {src}": fab.agents[src].pid, f"agent {dst}": fab.agents[dst].pid}
-    for name, sw in sorted(fab.mn.switches.items()):
-        if sw.pid is not None:
-            procs[f"switch {name}"] = sw.pid
-    return procs
 
 
 def _per_packet(value: float | int | None, packets: int, scale: float = 1.0) -> float | None:
@@ -120,7 +112,8 @@ def _loop_cpu(fab: Any, flow: Any, src: str, dst: str, before: dict[str, float]
 
 
 def measure(fab: Any, args: argparse.Namespace, size: int) -> dict[str, Any]:
-    cost = ProcessCost(_processes(fab, args.src, args.dst), count_syscalls=not args.no_syscalls)
+    cost = ProcessCost(path_processes(fab, args.src, args.dst),
+                       count_syscalls=not args.no_syscalls)
     switch_loops = _switch_loop_cpu(fab)
     cost.start()
     try:

@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 TICK = os.sysconf("SC_CLK_TCK")
 PERF_EVENT = "raw_syscalls:sys_enter"
@@ -55,6 +56,16 @@ def read_counters(pid: int) -> Counters:
             elif line.startswith("nonvoluntary_ctxt_switches:"):
                 invol += int(line.split()[1])
     return Counters(cpu, system, vol, invol)
+
+
+def path_processes(fab: Any, src: str, dst: str) -> dict[str, int]:
+    """The processes a QP ``src`` -> ``dst`` of a running fabric crosses, by name -> pid: the
+    two agents and every switch."""
+    procs = {f"agent {src}": fab.agents[src].pid, f"agent {dst}": fab.agents[dst].pid}
+    for name, sw in sorted(fab.mn.switches.items()):
+        if sw.pid is not None:
+            procs[f"switch {name}"] = sw.pid
+    return procs
 
 
 def perf_syscalls_available() -> str:
