@@ -45,6 +45,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,9 @@ def _await_file(path: Path, timeout: float) -> dict[str, Any]:
     raise TimeoutError(f"{path} did not appear within {timeout:.0f} s")
 
 
-def _attr(job: dict[str, Any]) -> QpAttr:
+def qp_attr(job: dict[str, Any]) -> QpAttr:
+    """The attributes of a job's QP (both ends): its EV and CC profile, MPR, WriteImm limit,
+    ACK timeout exponent and retry counts (the simulator's flows take the same)."""
     wimm = int(job.get("max_wimm", 16))
     return QpAttr(
         ev_profile_id=int(job.get("ev_profile", 0)),
@@ -99,16 +102,68 @@ def _attr(job: dict[str, Any]) -> QpAttr:
     )
 
 
-def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
-    core: Any = ctx.agent.core
+def qp_report(core: Any, qpn: int, call: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """A job result's QP part: state, counters, congestion control and RTT figures of QP
+    ``qpn`` of ``core``, read through ``call(fn, *args)`` (the agent's loop; default: now)."""
+    def direct(fn: Callable[..., Any], *args: object) -> Any:
+        return fn(*args)
+
+    run = call or direct
     try:
-        stats = dict(ctx.agent.call(core.qp_stats, qpn))
-        state = ctx.agent.call(core.query_qp, qpn).qp_state.name
-        cc = dict(ctx.agent.call(core.qp_cc_log, qpn))
-        rtt = dict(ctx.agent.call(core.qp_rtt_stats, qpn))
+        stats = dict(run(core.qp_stats, qpn))
+        state = run(core.query_qp, qpn).qp_state.name
+        cc = dict(run(core.qp_cc_log, qpn))
+        rtt = dict(run(core.qp_rtt_stats, qpn))
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
     return {"qpn": qpn, "qp_state": state, "qp_stats": stats, "cc": cc, "rtt": rtt}
+
+
+def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
+    return qp_report(ctx.agent.core, qpn, ctx.agent.call)
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """A writer's work requests: ``chunk``-byte Writes of ``size`` bytes, at most ``depth``
+    outstanding, the last one (with ``wimm``: every one) a WriteImm whose immediate is its
+    index + 1, DONE_IMM for the last; the sink posts one receive per WriteImm."""
+
+    size: int
+    chunk: int = 256 << 10
+    depth: int = 8
+    wimm: bool = False
+
+    @classmethod
+    def of(cls, job: dict[str, Any]) -> WritePlan:
+        return cls(int(job["size"]), int(job.get("chunk", 256 << 10)),
+                   int(job.get("depth", 8)), bool(job.get("wimm", False)))
+
+    @property
+    def count(self) -> int:
+        return len(range(0, self.size, self.chunk))
+
+    @property
+    def receives(self) -> int:
+        return self.count if self.wimm else 1
+
+    def length(self, index: int) -> int:
+        return min(self.chunk, self.size - index * self.chunk)
+
+    def wr(self, index: int, local_addr: int, lkey: int, remote_addr: int, rkey: int) -> SendWR:
+        """Work request ``index`` from the MR at ``local_addr`` to the sink's ``remote_addr``."""
+        off = index * self.chunk
+        last = index == self.count - 1
+        return SendWR(wr_id=index,
+                      opcode=WrOpcode.WRITE_WITH_IMM if last or self.wimm else WrOpcode.WRITE,
+                      local_addr=local_addr + off, length=self.length(index), lkey=lkey,
+                      remote_addr=remote_addr + off, rkey=rkey,
+                      imm=DONE_IMM if last else index + 1)
+
+    def expected_receives(self) -> list[tuple[int, int]]:
+        """(wr_id, immediate) of the sink's receive completions, in order."""
+        n = self.receives
+        return [(i + 1, i + 1 if i < n - 1 else DONE_IMM) for i in range(n)]
 
 
 def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
@@ -220,13 +275,11 @@ def _transfer(ctx: Context, job: dict[str, Any], qp: Any, cq: Any, mr: Any,
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    attr = _attr(job)
-    chunk = int(job.get("chunk", 256 << 10))
-    offsets = list(range(0, size, chunk))
-    wimm = bool(job.get("wimm", False))
+    attr = qp_attr(job)
+    plan = WritePlan.of(job)
     init_qp(qp, attr)
     if not writer:
-        qp.post_recv([RecvWR(wr_id=i + 1) for i in range(len(offsets) if wimm else 1)])
+        qp.post_recv([RecvWR(wr_id=i + 1) for i in range(plan.receives)])
     gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
     oob.mkdir(parents=True, exist_ok=True)
     write_json(oob / f"{job['name']}.json", {"qpn": qp.qpn, "gids": gids, "addr": mr.addr,
@@ -242,65 +295,67 @@ def _transfer(ctx: Context, job: dict[str, Any], qp: Any, cq: Any, mr: Any,
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         try:
-            out = _sink(ctx, qp.qpn, cq, buf, len(offsets) if wimm else 1, start, timeout)
+            out = _sink(ctx, qp.qpn, cq, buf, plan, start, timeout)
         finally:
             if hog is not None:
                 hog.stop()
         out["timing"] = {"start": timing_start, "end": agent.timing()}
         return out
-    depth = int(job.get("depth", 8))
+    total = plan.count
     posted = done = acked = 0
     errors: list[str] = []
     progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
     deadline = start + timeout
-    while done < len(offsets) and clock() < deadline and not errors:
-        while posted < len(offsets) and posted - done < depth:
-            off = offsets[posted]
-            last = posted == len(offsets) - 1
-            qp.post_send(SendWR(
-                wr_id=posted, opcode=WrOpcode.WRITE_WITH_IMM if last or wimm else WrOpcode.WRITE,
-                local_addr=mr.addr + off, length=min(chunk, size - off), lkey=mr.lkey,
-                remote_addr=int(peer["addr"]) + off, rkey=int(peer["rkey"]),
-                imm=DONE_IMM if last else posted + 1))
+    while done < total and clock() < deadline and not errors:
+        while posted < total and posted - done < plan.depth:
+            qp.post_send(plan.wr(posted, mr.addr, mr.lkey, int(peer["addr"]),
+                                 int(peer["rkey"])))
             posted += 1
-        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(depth):
+        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(plan.depth):
             done += 1
             if wc.status != WcStatus.SUCCESS:
                 errors.append(f"wr {wc.wr_id}: {wc.status.value}")
             else:
-                acked += min(chunk, size - offsets[wc.wr_id])
+                acked += plan.length(wc.wr_id)
                 progress.append((round(unix(), 6), acked))
     elapsed = clock() - start
-    ok = done == len(offsets) and not errors
-    if done < len(offsets) and not errors:
-        errors.append(f"timed out after {timeout:.0f} s with {done}/{len(offsets)} WRs done")
+    ok = done == total and not errors
+    if done < total and not errors:
+        errors.append(f"timed out after {timeout:.0f} s with {done}/{total} WRs done")
     return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
             "completed_wrs": done, "progress": progress,
             "timing": {"start": timing_start, "end": agent.timing()},
             **_qp_report(ctx, qp.qpn)}
 
 
-def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, receives: int, start: float,
+def sink_errors(plan: WritePlan, got: list[tuple[int, int | None]], first_error: object = None
+                ) -> list[str]:
+    """What is wrong with a sink's receive completions ``got`` ((wr_id, immediate), in
+    order; ``first_error``: the first failed one): none when they are the plan's."""
+    receives = plan.receives
+    if got == plan.expected_receives():
+        return []
+    return [f"WriteImm completions: {len(got)}/{receives}"
+            + (f", first error {first_error!r}" if first_error is not None
+               else ", out of send order" if len(got) == receives else "")]
+
+
+def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, plan: WritePlan, start: float,
           timeout: float) -> dict[str, Any]:
     """Wait for the WriteImm completions (one, or one per WR), in order, then hash (times on
     the agent's run clock)."""
     clock = ctx.agent.clock
     deadline = start + timeout
+    receives = plan.receives
     wcs: list[Any] = []
-    errors: list[str] = []
     while len(wcs) < receives and clock() < deadline:
         got = cq.wait(1, max(0.0, min(1.0, deadline - clock())))
         wcs += got + cq.poll(receives)
         if any(wc.status != WcStatus.SUCCESS for wc in wcs):
             break
     elapsed = clock() - start
-    want = [(i + 1, i + 1 if i < receives - 1 else DONE_IMM) for i in range(receives)]
-    got_ids = [(wc.wr_id, wc.imm) for wc in wcs]
-    if got_ids != want:
-        bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
-        errors.append(f"WriteImm completions: {len(wcs)}/{receives}"
-                      + (f", first error {bad[0]!r}" if bad else ", out of send order"
-                         if len(wcs) == receives else ""))
+    bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
+    errors = sink_errors(plan, [(wc.wr_id, wc.imm) for wc in wcs], bad[0] if bad else None)
     ok = not errors
     return {"bytes": len(buf) if ok else 0, "seconds": elapsed, "imm_completions": len(wcs),
             "sha256": hashlib.sha256(buf).hexdigest() if ok else "", "errors": errors,

@@ -18,6 +18,7 @@ from typing import Any
 from mrcnet.fabric import fidelity, results
 from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
+from mrcnet.fabric.workloads import round_seed
 
 
 def apply_event(fab: Fabric, ev: FabricEvent) -> None:
@@ -51,8 +52,8 @@ def run_scenario(
         rounds = 0
         while workload is not None:
             rounds += 1
-            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout,
-                                   extra=extra)
+            wl = fab.runner.submit(workload, size, qp_type, seed=round_seed(seed, rounds),
+                                   timeout=timeout, extra=extra)
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
