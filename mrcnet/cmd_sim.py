@@ -135,10 +135,10 @@ def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None
           + (f" ({frac:.3f} of capacity)" if frac is not None else "")
           + f"; FCT p50/p99/p100 {fct} ms; retransmitted {w['retransmitted_packets']} "
           f"packets; {f.trims} trims", file=sys.stderr)
-    print(f"wall {perf['wall_s']:.2f} s ({perf['build_s']:.2f} s building; CPU "
-          f"{perf['cpu_s']:.2f} s), "
+    print(f"wall {perf['wall_s']:.2f} s ({perf['build_s']:.2f} s building), CPU "
+          f"{perf['cpu_s']:.2f} s ({perf['run_cpu_s']:.2f} s running); "
           f"{perf['events_per_s']:.0f} events/s, {perf['host_frames_per_s']:.0f} host frames/s, "
-          f"{perf['switch_frames_per_s']:.0f} switch frames/s, peak RSS "
+          f"{perf['switch_frames_per_s']:.0f} switch frames/s (wall); peak RSS "
           f"{perf['peak_rss_mib']:.0f} MiB; run folder {run_dir}", file=sys.stderr)
 
 

@@ -72,17 +72,19 @@ class SwitchCounters:
 
 
 class Wire:
-    """One direction of one port as the scheduler sees it: its shaper and the time of the
-    one pending wake-up (None: none pending). Invariant: while ``wake_at`` is set, exactly
-    one heap entry at that time will call back; entries at other times are stale."""
+    """One direction of one port as the scheduler sees it: its shaper, the time of the one
+    pending wake-up (None: none pending; while set, exactly one heap entry at that time will
+    call back, entries at other times are stale) and frames found due now by a catch-up,
+    which that wake-up delivers."""
 
-    __slots__ = ("port", "shaper", "wake", "wake_at")
+    __slots__ = ("pending", "port", "shaper", "wake", "wake_at")
 
     def __init__(self, port: int, shaper: Shaper, wake: Callable[[Wire], None]) -> None:
         self.port = port
         self.shaper = shaper
         self.wake = wake
         self.wake_at: float | None = None
+        self.pending: list[bytes] = []
 
 
 class SimSwitch:
@@ -102,6 +104,7 @@ class SimSwitch:
         # program during a run (a commit would replace it; P4Runtime writes do not).
         with pipeline.lock:
             self._process = pipeline.datapath_process()
+        self.qdepth = self._make_qdepth()
 
     def connect(self, port: int, peer: FrameReceiver, peer_port: int) -> None:
         """Frames this port's egress wire delivers go to ``peer.receive(peer_port, ...)``."""
@@ -118,15 +121,16 @@ class SimSwitch:
         c.rx_frames += 1
         c.rx_bytes += len(frame)
         if port in self.tm.ingress_shaped:
+            w = self.ingress[port]
+            self._catch_up(w, now)
             self.tm.receive(port, frame, now)
-            self._arm(self.ingress[port])
+            self._arm(w)
         else:
             self._forward(frame, port, now)
 
     def _forward(self, frame: bytes, port: int, now: float) -> None:
-        tm = self.tm
         try:
-            copies = self._process(frame, port, now, tm.qdepth)
+            copies = self._process(frame, port, now, self.qdepth)
         except Exception:  # a pipeline bug costs the frame, never the run
             self.counters.pipeline_errors += 1
             return
@@ -136,18 +140,61 @@ class SimSwitch:
             if w is None:
                 self.counters.no_such_port_drops += 1
                 continue
+            self._catch_up(w, now)
             w.shaper.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
             self._arm(w)
 
+    # A wire is woken when its next frame is delivered, not also when a queued frame starts:
+    # ``Shaper.service`` starts every frame whose start time has passed at that time (it
+    # picks the frame by priority among those that had arrived then), so a late start is the
+    # same start. What must see the queues as they are now (the pipeline's queue depth for
+    # trimming and ECN, a tail-drop check on enqueue) first catches the wire up.
+
+    def _catch_up(self, w: Wire, now: float) -> None:
+        """Start on ``w``'s wire what should have started by now; frames that turn out to be
+        due now wait in ``w.pending`` for the wake-up at now (never delivered from here: a
+        catch-up can run inside the pipeline)."""
+        sh = w.shaper
+        if sh.backlog and sh.wire_free_at <= now:
+            sh.service(now, w.pending)
+            if w.pending:
+                self._arm(w)
+
+    def _make_qdepth(self) -> Callable[[int, int], tuple[int, int]]:
+        egress = self.egress
+        sched = self.sched
+        catch_up = self._catch_up
+        empty = (0, 0)
+
+        def qdepth(port: int, priority: int) -> tuple[int, int]:
+            """(packets, bytes) queued now on (egress port, priority), for the pipeline."""
+            w = egress.get(port)
+            if w is None:
+                return empty
+            sh = w.shaper
+            catch_up(w, sched.now)
+            if not 0 <= priority < sh.nqueues:
+                return empty
+            return len(sh.queues[priority]), sh.qbytes[priority]
+
+        return qdepth
+
     def _arm(self, w: Wire) -> None:
-        """Make sure the scheduler wakes ``w`` at its shaper's next deadline."""
-        t = w.shaper.next_deadline()
-        if t is None:
+        """Make sure the scheduler wakes ``w`` when its next frame is delivered (or, with
+        nothing on the wire, when its next queued frame starts)."""
+        sh = w.shaper
+        now = self.sched.now
+        if w.pending:
+            t = now
+        elif sh.inflight:
+            t = sh.inflight[0][0]
+        elif sh.backlog:
+            t = sh.wire_free_at
+        else:
             return
         at = w.wake_at
         if at is not None and at <= t:
             return  # an earlier wake-up is pending; it re-arms
-        now = self.sched.now
         if t < now:
             t = now
         w.wake_at = t
@@ -160,7 +207,8 @@ class SimSwitch:
             self.counters.stale_wakes += 1
             return None
         w.wake_at = None
-        out: list[bytes] = []
+        out = w.pending
+        w.pending = []
         w.shaper.service(now, out)
         return out
 
