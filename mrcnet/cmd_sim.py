@@ -18,6 +18,7 @@ from typing import Any
 
 from common.units import parse_size
 from controller.profile_store import LB_POLICIES
+from mrcnet.cmd_up import DEFAULT_SIZE
 from mrcnet.fabric.runparams import CC_CHOICES
 from topologies.model import PathMode
 
@@ -34,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="transport of the workload (RC = baseline)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
-    parser.add_argument("--size", default="1MiB", help="bytes per flow (default 1MiB)")
+    parser.add_argument("--size", default=DEFAULT_SIZE,
+                        help=f"bytes per flow (default {DEFAULT_SIZE}, as mrcnet up)")
     parser.add_argument("--cc", choices=CC_CHOICES, default="fixed",
                         help="congestion control of the workloads' QPs: the fixed window "
                              "(--window, default) or NSCC (the run's CC profile 1)")

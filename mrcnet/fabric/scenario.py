@@ -18,7 +18,7 @@ from typing import Any
 from mrcnet.fabric import fidelity, results
 from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
-from mrcnet.fabric.workloads import round_seed
+from mrcnet.fabric.workloads import counter_totals, round_seed
 
 
 def apply_event(fab: Fabric, ev: FabricEvent) -> None:
@@ -70,14 +70,6 @@ def run_scenario(
     return collect(fab, summaries, sched)
 
 
-def _total(hosts: dict[str, dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for stats in hosts.values():
-        for key, value in stats.items():
-            out[key] = out.get(key, 0) + int(value)
-    return dict(sorted(out.items()))
-
-
 def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | None) -> dict[str, Any]:
     """Assemble, save and plot the results of what ran so far."""
     if fab.sampler is not None:
@@ -114,7 +106,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "retransmitted_bytes": rtx * mtu,
         "workloads": summaries,
         "host_counters": hosts,
-        "mechanisms": _total(hosts),
+        "mechanisms": counter_totals(hosts),
         "link_events": link_events,
         "failure_errors": sched.errors if sched else [],
         "ev_counts": fab.tracker.counts(),

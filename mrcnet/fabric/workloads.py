@@ -90,6 +90,15 @@ def flow_timing(progress: list[list[float]]) -> tuple[float | None, float | None
     return stall, times[-1] - times[0]
 
 
+def counter_totals(per_host: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Host counters summed over hosts (a run's ``mechanisms``), sorted by name."""
+    out: dict[str, int] = {}
+    for stats in per_host.values():
+        for key, value in stats.items():
+            out[key] = out.get(key, 0) + int(value)
+    return dict(sorted(out.items()))
+
+
 def round_seed(seed: int, round_no: int) -> int:
     """The seed of a scenario's round ``round_no`` (1, 2, ...): its pairs and data differ."""
     return seed + round_no

@@ -16,6 +16,7 @@ what only a simulation knows (``switches``, ``sim``).
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from collections.abc import Callable
@@ -29,7 +30,13 @@ from mrcnet.fabric.capacity import CapacityError, workload_capacity
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE
 from mrcnet.fabric.failures import LinkEvent, parse_schedule
 from mrcnet.fabric.runparams import CC_CHOICES, ack_timeout_exponent, core_tuning
-from mrcnet.fabric.workloads import Workload, flows_for, round_seed, workload_flows
+from mrcnet.fabric.workloads import (
+    Workload,
+    counter_totals,
+    flows_for,
+    round_seed,
+    workload_flows,
+)
 from mrcnet.sim.control import SimController
 from mrcnet.sim.fabric import SimError, SimFabric, build_fabric
 from mrcnet.sim.hostnode import SimHost, agent_config
@@ -41,6 +48,15 @@ Progress = Callable[[float, int, int, int], None]  # (sim time, events, flows do
 # The capacity LP has up to (flows x directed links) variables: 1,024 flows on the 1,024-host
 # Clos would be 12.6 million, more than the run itself costs. Larger workloads get none.
 MAX_LP_VARIABLES = 2_000_000
+SINK_MEMORY_SHARE = 0.8  # every sink buffer is real: refuse workloads that cannot fit them
+
+
+def _memory_bytes() -> int:
+    """Physical memory of this machine (0: unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,10 @@ def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None)
     seed = round_seed(opts.seed, 1)
     hosts_names = [h.name for h in topo.hosts]
     flows = workload_flows(flows_for(opts.run, hosts_names, seed), opts.size, seed, 1)
+    need, have = len(flows) * opts.size, _memory_bytes()
+    if have and need > SINK_MEMORY_SHARE * have:
+        raise SimError(f"{len(flows)} flows of {opts.size} bytes need {need / 2**30:.1f} GiB of "
+                       f"sink buffers; this machine has {have / 2**30:.1f} GiB")
     events = parse_schedule(topo, list(opts.fail), list(opts.restore))
     base = base_rtt(topo)
     nscc = opts.cc == "nscc"
@@ -179,14 +199,6 @@ def _switch_figures(fab: SimFabric) -> dict[str, Any]:
     return {"trims": trims, "ecn_marks": ecn, "drops": drops, **counters}
 
 
-def _total(per_host: dict[str, dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for stats in per_host.values():
-        for key, value in stats.items():
-            out[key] = out.get(key, 0) + int(value)
-    return dict(sorted(out.items()))
-
-
 def _results(topo: Topology, mode: PathMode, opts: SimOptions, fab: SimFabric,
              hosts: dict[str, SimHost], jobs: list[FlowJobs], ctl: SimController,
              failures: _Failures, base: float, ack_timeout: int) -> dict[str, Any]:
@@ -236,7 +248,7 @@ def _results(topo: Topology, mode: PathMode, opts: SimOptions, fab: SimFabric,
         "retransmitted_bytes": rtx * topo.fabric.mtu,
         "workloads": [summary],
         "host_counters": host_counters,
-        "mechanisms": _total(host_counters),
+        "mechanisms": counter_totals(host_counters),
         "link_events": failures.log,
         "failure_errors": failures.errors,
         "convergence": ctl.log,

@@ -105,6 +105,7 @@ class SimSwitch:
         with pipeline.lock:
             self._process = pipeline.datapath_process()
         self.qdepth = self._make_qdepth()
+        self._shaped = tm.ingress_shaped  # the traffic manager's own set, kept up to date
 
     def connect(self, port: int, peer: FrameReceiver, peer_port: int) -> None:
         """Frames this port's egress wire delivers go to ``peer.receive(peer_port, ...)``."""
@@ -116,13 +117,15 @@ class SimSwitch:
 
     def receive(self, port: int, frame: bytes) -> None:
         """A frame arrives on ``port`` now (its sender's wire already delayed it)."""
-        now = self.sched.now
         c = self.counters
         c.rx_frames += 1
         c.rx_bytes += len(frame)
-        if port in self.tm.ingress_shaped:
+        now = self.sched.now
+        if port in self._shaped:
             w = self.ingress[port]
-            self._catch_up(w, now)
+            sh = w.shaper
+            if sh.backlog and sh.wire_free_at <= now:
+                self._catch_up(w, now)
             self.tm.receive(port, frame, now)
             self._arm(w)
         else:
@@ -140,8 +143,10 @@ class SimSwitch:
             if w is None:
                 self.counters.no_such_port_drops += 1
                 continue
-            self._catch_up(w, now)
-            w.shaper.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
+            sh = w.shaper
+            if sh.backlog and sh.wire_free_at <= now:
+                self._catch_up(w, now)
+            sh.enqueue(eg.data, eg.priority, now, eg.trimmed, eg.ecn_marked)
             self._arm(w)
 
     # A wire is woken when its next frame is delivered, not also when a queued frame starts:
@@ -172,7 +177,8 @@ class SimSwitch:
             if w is None:
                 return empty
             sh = w.shaper
-            catch_up(w, sched.now)
+            if sh.backlog and sh.wire_free_at <= sched.now:
+                catch_up(w, sched.now)
             if not 0 <= priority < sh.nqueues:
                 return empty
             return len(sh.queues[priority]), sh.qbytes[priority]

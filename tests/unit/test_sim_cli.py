@@ -59,6 +59,7 @@ def test_mrc_loses_no_byte_to_a_spine_link_failure(tmp_path: Path) -> None:
     (["sim", "clos-1p", "--size", "lots"], "lots"),
     (["sim", "clos-1p", "--cp-delay", "-1"], "--cp-delay"),
     (["sim", "clos-1p", "clos-2p"], "one topology"),
+    (["sim", "clos-1p", "--size", "65536GiB"], "sink buffers"),
 ])
 def test_bad_input_is_refused_with_the_reason(argv: list[str], message: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
