@@ -112,7 +112,7 @@ test-unit: install
 test-emulation: install
 	$(PY) -m pytest -m emulation $(PYTEST_ARGS)
 
-# Flake hunting (testbed/stress.py): ROUNDS fresh clones of HEAD through .ci/run, half of
+# Flake hunting (testbed/stress.py): ROUNDS fresh clones of one commit through .ci/run, half of
 # them beside a one-core CPU hog, every other one without IPv6 loopback; STRESS_ARGS=--help.
 ROUNDS ?= 6
 STRESS_ARGS ?=

@@ -16,7 +16,12 @@ interval:
   (bucket k holds lags in [tolerance x 2^(k-1), tolerance x 2^k), the last one all above);
 - ``max_lag_s``: the largest lag in the window (the cumulative maximum when it happened in
   the window, else the upper bound of the highest non-empty bucket);
-- ``busy_fraction``: 1 - (time spent waiting in the OS) / (elapsed time).
+- ``busy_fraction``: 1 - (time spent waiting in the OS) / (elapsed time);
+- ``wakeups``: returns from the loop's OS waits, and ``moderated``: rounds that ended a
+  coalesced sleep (common/coalesce.py; ``slack_s`` is the loop's coalescing slack, the
+  lateness it allows itself to batch events, 0 when it wakes for every event);
+- ``loop_cpu_s``: CPU time of the loop's thread (a snapshot is taken on that thread), so a
+  reader can tell what the loop's work cost apart from the rest of the process.
 
 Every time is virtual (the run's clock, common/vclock.py), ``tolerance`` too. A fabric run
 sets it to the time one MTU-sized frame takes on the fastest link (mrcnet/fabric/
@@ -26,6 +31,7 @@ events slip by a whole packet. A process started alone defaults to 2 ms of wall 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 DEFAULT_TOLERANCE_WALL = 2e-3
@@ -48,9 +54,12 @@ class LagMeter:
         "idle",
         "late",
         "max_lag",
+        "moderated",
+        "slack",
         "start",
         "tdf",
         "tolerance",
+        "wakeups",
     )
 
     def __init__(self, start: float, tdf: float = 1.0, tolerance: float | None = None) -> None:
@@ -68,6 +77,9 @@ class LagMeter:
         self.max_lag = 0.0
         self.hist = [0] * HIST_BUCKETS
         self._behind_until = start
+        self.wakeups = 0  # returns from the loop's OS waits (the loop counts them)
+        self.moderated = 0  # rounds after a coalesced sleep (the loop counts them)
+        self.slack = 0.0  # the loop's coalescing slack (virtual seconds)
 
     def due(self, scheduled: float, now: float) -> None:
         """Work due at ``scheduled`` ran at ``now`` (call only when ``now >= scheduled``)."""
@@ -109,6 +121,10 @@ class LagMeter:
             "idle_s": self.idle,
             "max_lag_s": self.max_lag,
             "late_hist": list(self.hist),
+            "wakeups": self.wakeups,
+            "moderated": self.moderated,
+            "slack_s": self.slack,
+            "loop_cpu_s": time.thread_time(),  # the caller is the loop's thread
         }
 
 
@@ -117,7 +133,8 @@ def window(first: dict[str, Any] | None, last: dict[str, Any]) -> dict[str, Any]
     the meter started). See the module docstring."""
     if first is None:
         first = {"t": last["start"], "events": 0, "late": 0, "behind_s": 0.0, "idle_s": 0.0,
-                 "max_lag_s": 0.0, "late_hist": [0] * len(last["late_hist"])}
+                 "max_lag_s": 0.0, "late_hist": [0] * len(last["late_hist"]), "wakeups": 0,
+                 "moderated": 0}
     span = float(last["t"]) - float(first["t"])
     hist = [int(b) - int(a) for a, b in zip(first["late_hist"], last["late_hist"])]
     if last["max_lag_s"] > first["max_lag_s"]:
@@ -137,4 +154,8 @@ def window(first: dict[str, Any] | None, last: dict[str, Any]) -> dict[str, Any]
         "max_lag_s": max_lag,
         "late_hist": hist,
         "tolerance_s": float(last["tolerance_s"]),
+        "wakeups": int(last.get("wakeups", 0)) - int(first.get("wakeups", 0)),
+        "moderated": int(last.get("moderated", 0)) - int(first.get("moderated", 0)),
+        "slack_s": float(last.get("slack_s", 0.0)),
+        "loop_cpu_s": float(last.get("loop_cpu_s", 0.0)) - float(first.get("loop_cpu_s", 0.0)),
     }

@@ -13,4 +13,6 @@ def timing_snapshot(msg: pb.Timing) -> dict[str, Any]:
     """A Timing message as the LagMeter.snapshot dict it came from (for common.lag.window)."""
     return {"t": msg.now, "start": msg.start, "tdf": msg.tdf, "tolerance_s": msg.tolerance_s,
             "events": msg.events, "late": msg.late, "behind_s": msg.behind_s,
-            "idle_s": msg.idle_s, "max_lag_s": msg.max_lag_s, "late_hist": list(msg.late_hist)}
+            "idle_s": msg.idle_s, "max_lag_s": msg.max_lag_s, "late_hist": list(msg.late_hist),
+            "wakeups": msg.wakeups, "moderated": msg.moderated, "slack_s": msg.slack_s,
+            "loop_cpu_s": msg.loop_cpu_s}

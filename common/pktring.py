@@ -9,7 +9,11 @@ object and gives the slot back. ``select``/``poll`` on the socket still say when
 ready, so the ring drops into a loop built on ``recvmmsg``.
 
 The ring is allocated by the kernel when it is set up (``frames`` x ``frame_size`` bytes,
-not swappable): 1024 slots of 16 KiB (16 MiB per port) by default. A slot holds one frame of
+not swappable), so its size is planned per port (``frames_for``): enough slots for what the
+port's link can deliver while the process does not read (``STALL_WALL`` seconds of wall
+time, e.g. descheduled on a busy machine), at least ``MIN_FRAMES`` (a host's whole window may
+come as one burst: its side of the link is shaped by the switch), at most ``FRAMES`` (1024
+slots of 16 KiB, 16 MiB). A slot holds one frame of
 up to ``frame_size`` minus the 80-byte slot header (frames here are at most the 9000-byte
 MTU plus the Ethernet header); a longer frame is cut short by the kernel, which ``recv_bytes``
 counts (``truncated``) and never returns. When every slot is full the kernel drops the frame
@@ -40,6 +44,28 @@ HEADER_BYTES = 80  # struct tpacket2_hdr + sockaddr_ll + alignment before the fr
 FRAME_SIZE = 16384  # one slot: a 9000-byte MTU frame with room to spare
 FRAMES = 1024
 MAX_FRAMES = 1 << 20  # slots per ring a command line may ask for
+BLOCK_SIZE = 65536  # kernel allocation unit: 4 slots, so slot i is at i * FRAME_SIZE
+STALL_WALL = 0.05  # wall seconds of arrivals a ring absorbs while its reader does not run
+MIN_FRAMES = 128  # 2 MiB: a whole window of 4 KiB frames (or its ACKs) in one burst
+NOMINAL_FRAME = 4096  # bytes per frame when sizing (the default MTU; ACKs are few per frame)
+
+
+def frames_for(rate_bps: float, tdf: float = 1.0, frame_bytes: int = NOMINAL_FRAME) -> int:
+    """Ring slots for a port whose link delivers ``rate_bps`` (virtual; 0: unlimited) on a
+    clock ``tdf`` times slower than the wall clock (see the module docstring)."""
+    if rate_bps <= 0:
+        return FRAMES  # an unlimited link: as fast as the far end sends
+    per_wall_second = rate_bps / 8 / frame_bytes / max(tdf, 1.0)
+    wanted = int(per_wall_second * STALL_WALL) + 1
+    return min(FRAMES, max(MIN_FRAMES, wanted))
+
+
+def ring_bytes(frames: int, frame_size: int = FRAME_SIZE) -> int:
+    """Kernel memory a ring of ``frames`` slots takes (whole blocks, as ``RxRing`` asks)."""
+    if frames <= 0:
+        return 0
+    per_block = BLOCK_SIZE // frame_size
+    return -(-frames // per_block) * BLOCK_SIZE
 
 
 def check_frames(frames: int) -> int:
@@ -47,7 +73,7 @@ def check_frames(frames: int) -> int:
     if not 0 <= frames <= MAX_FRAMES:
         raise ValueError(f"--rx-ring {frames}: 0..{MAX_FRAMES} slots per port")
     return frames
-BLOCK_SIZE = 65536  # kernel allocation unit: 4 slots, so slot i is at i * FRAME_SIZE
+
 
 # struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec (then vlan fields, padding)
 _HDR = struct.Struct("=IIIHHII")

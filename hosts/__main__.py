@@ -45,9 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
                         help="lag (virtual seconds) up to which a timer or a received frame "
                              "counts as on time (default: 2 ms of wall time)")
+    parser.add_argument("--coalesce", type=float, default=0.0, metavar="S",
+                        help="wake-up coalescing slack (virtual seconds): while frames and "
+                             "timers come densely, handle them in rounds at most S apart, each "
+                             "at most S late (common/coalesce.py; default 0: one wake-up per "
+                             "event)")
     args = parser.parse_args(argv)
     if args.lag_tolerance is not None and not args.lag_tolerance > 0:
         parser.error("--lag-tolerance must be > 0 seconds")
+    if not 0 <= args.coalesce < 1:
+        parser.error("--coalesce must be >= 0 and < 1 second")
     try:
         clock = vclock.RunClock.from_args(args)
         config = load_config(args.config)
@@ -57,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from hosts.api import open_device
 
-    agent = Agent(config, run_clock=clock, lag_tolerance=args.lag_tolerance)
+    agent = Agent(config, run_clock=clock, lag_tolerance=args.lag_tolerance,
+                  coalesce=args.coalesce)
     from hosts.agent.ctl_link import CtlLinkError, start_from_config_file
     try:
         ctl = start_from_config_file(agent, args.config)  # controller registration, if configured

@@ -38,6 +38,9 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                      "which signal of a throttled receiver tracks its congestion"),
     "clos-qp": ("testbed.bench.clos_qp",
                 "one QP across clos-2p at 10 Gb/s links, NSCC vs fixed window, CPU per packet"),
+    "path-cost": ("testbed.bench.path_cost",
+                  "CPU, wake-ups and system calls per delivered packet of every process on "
+                  "one QP's path across clos-2p, at TDF 1, 20 and 200"),
     "chaos": ("testbed.bench.chaos_soak",
               "all-to-all under random link/port flaps and a plane outage, for minutes"),
     "collective": ("testbed.bench.collective_vs_model",

@@ -95,7 +95,12 @@ def add_common(parser: argparse.ArgumentParser) -> None:
                              "calibrates the smallest factor that keeps every process on time")
     parser.add_argument("--rx-ring", type=int, default=None, metavar="SLOTS",
                         help="receive ring slots per embedded switch port (16 KiB of kernel "
-                             "memory each; default: the switch's 1024); 0: recvmmsg")
+                             "memory each; default: sized per port from its link rate and the "
+                             "TDF, 128-1024); 0: recvmmsg")
+    parser.add_argument("--coalesce", type=float, default=0.0, metavar="S",
+                        help="wake-up coalescing slack of switches and agents in virtual "
+                             "seconds (default 0: a wake-up per event; measured, coalescing "
+                             "saved wake-ups but no CPU, docs/switch.md)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument("--quiet", action="store_true", help="no live view lines")
     parser.add_argument("--pcap", action="store_true",
@@ -160,12 +165,15 @@ def options(args: argparse.Namespace, kind: str = "packet") -> Any:
     ring = getattr(args, "rx_ring", None)
     if ring is not None:
         check_frames(ring)  # ValueError: refused before anything starts
+    coalesce = getattr(args, "coalesce", None)
+    if coalesce is not None and not 0 <= coalesce < 1:
+        raise ValueError(f"--coalesce {coalesce:g}: seconds in [0, 1)")
     return RunOptions(topology=args.topology, switch=args.switch, mode=args.mode,
                       rate=None if rate == "file" else rate, delay=args.delay,
                       cp_delay=args.cp_delay, window=_size(args.window or DEFAULTS[kind][1]),
                       cc=args.cc, lb=args.lb, cc_qp=_cc_qp(getattr(args, "cc_qp", None)),
                       show=not args.quiet, tdf=1.0 if tdf is None else tdf,
-                      pcap=getattr(args, "pcap", False), rx_ring=ring)
+                      pcap=getattr(args, "pcap", False), rx_ring=ring, coalesce=coalesce)
 
 
 def _cc_qp(text: str | None) -> str | None:

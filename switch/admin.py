@@ -93,7 +93,9 @@ def timing(dp: Dataplane) -> pb.Timing:
     return pb.Timing(
         now=snap["t"], start=snap["start"], tdf=snap["tdf"], tolerance_s=snap["tolerance_s"],
         events=snap["events"], late=snap["late"], behind_s=snap["behind_s"],
-        idle_s=snap["idle_s"], max_lag_s=snap["max_lag_s"], late_hist=snap["late_hist"])
+        idle_s=snap["idle_s"], max_lag_s=snap["max_lag_s"], late_hist=snap["late_hist"],
+        wakeups=snap["wakeups"], moderated=snap["moderated"], slack_s=snap["slack_s"],
+        loop_cpu_s=snap["loop_cpu_s"])
 
 
 class SwitchAdminServicer(pb_grpc.SwitchAdminServicer):

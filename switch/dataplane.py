@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TypeVar
 
+from common.coalesce import Coalescer
 from common.lag import LagMeter
 from common.pktio import RxBuffers, send_batch
 from common.pktring import RxRing
@@ -58,6 +59,11 @@ def _select_wait(fds: list[int], timeout: float | None) -> list[int]:
     """select(): microsecond timeouts, so departures are not rounded to milliseconds."""
     readable, _, _ = select.select(fds, [], [], timeout)
     return readable
+
+
+def _waiter(fds: list[int]) -> Callable[[list[int], float | None], list[int]]:
+    """The wait for ``fds``: select while every descriptor fits its set, else poll."""
+    return _select_wait if max(fds) < _FD_SETSIZE else _poll_wait(fds)
 
 
 def _poll_wait(fds: list[int]) -> Callable[[list[int], float | None], list[int]]:
@@ -104,10 +110,13 @@ class Dataplane:
         clock: Callable[[], float] | None = None,
         run_clock: RunClock | None = None,
         lag_tolerance: float | None = None,
+        coalesce: float = 0.0,
     ) -> None:
         """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
         ``run_clock`` (default: TDF 1) converts waits to wall time and stamps captures;
-        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default);
+        ``coalesce``: wake-up coalescing slack in virtual seconds (common/coalesce.py; 0:
+        one wake-up per event)."""
         self.pipeline = pipeline
         self.tm = tm
         self.ports = ports
@@ -115,6 +124,8 @@ class Dataplane:
         self.run_clock = run_clock or RunClock(1.0)
         self.clock = clock or (run_clock.now if run_clock is not None else time.monotonic)
         self.lag = LagMeter(self.clock(), self.run_clock.tdf, lag_tolerance)
+        self.coalescer = Coalescer(coalesce, self.run_clock.tdf)
+        self.lag.slack = self.coalescer.slack
         # Kernel receive timestamps per port: how long a batch waited to be read (a port
         # with a receive ring has them in the ring's slots, others ask the socket).
         self.rx_stamps: dict[int, RxStamp | RxRing] = {
@@ -288,7 +299,13 @@ class Dataplane:
         dirty: list[int] = []  # ports with pending frames, in first-use order
         tx: dict[int, list[bytes]] = {}  # frames the emulated links delivered, per port
         rx: list[tuple[int, bytes]] = []
-        wait = _select_wait if max(read_fds) < _FD_SETSIZE else _poll_wait(read_fds)
+        wait = _waiter(read_fds)
+        ctl_fds = [fd for fd in read_fds if fd not in fd_port]
+        wait_ctl = _waiter(ctl_fds)
+        coalescer = self.coalescer
+        after_round = coalescer.after_round
+        slack_wall = coalescer.slack * self.run_clock.tdf
+        worked = False  # the current round handled frames (read, released or sent)
         lag = self.lag
         lag_due = lag.due
         lag_queued = lag.queued
@@ -307,26 +324,38 @@ class Dataplane:
                     lag_due(deadline, now)
                 tm.service_into(now, tx, rx)
                 if rx:
+                    worked = True
                     for port, data in rx:
                         process(data, port, now)
                     rx.clear()
                     tm.service_into(now, tx, rx)  # unshaped egress of what was just processed
                 for port, frames in tx.items():
                     if frames:
+                        worked = True
                         self._send_port(port, frames)
                         frames.clear()
                 deadline = tm.next_deadline()
                 waiting = clock()
-                if deadline is None:
-                    timeout: float | None = None
-                else:
-                    timeout = (deadline - waiting) * tdf  # wall seconds
-                    if timeout < 0:
-                        timeout = 0.0
+                moderated = after_round(waiting, worked)
+                worked = False
                 try:
-                    readable = wait(read_fds, timeout)
+                    if moderated:
+                        # events come densely: sleep the slack (control descriptors only),
+                        # then take whatever arrived or fell due meanwhile in one round
+                        wait_ctl(ctl_fds, slack_wall)
+                        readable = wait(read_fds, 0.0)
+                        lag.moderated += 1
+                    else:
+                        if deadline is None:
+                            timeout: float | None = None
+                        else:
+                            timeout = (deadline - waiting) * tdf  # wall seconds
+                            if timeout < 0:
+                                timeout = 0.0
+                        readable = wait(read_fds, timeout)
                 except InterruptedError:
                     continue
+                lag.wakeups += 1
                 now = clock()
                 lag.idle += now - waiting
                 if not readable:
@@ -355,6 +384,7 @@ class Dataplane:
                         if rx_failed or self._socket_error(port):
                             self._check_gone(port)
                         continue
+                    worked = True
                     if port in ingress_shaped:
                         self._receive_shaped(port, frames, now)
                         continue
@@ -434,8 +464,7 @@ class Dataplane:
                         fd_port.pop(ports[gone.pop()].fileno(), None)
                     read_fds = [fd for fd in read_fds if fd in fd_port or fd in (
                         wake_fd, watcher_fd)]
-                    wait = (_select_wait if max(read_fds) < _FD_SETSIZE
-                            else _poll_wait(read_fds))
+                    wait = _waiter(read_fds)
                 if dirty:
                     # One sendmmsg per port for what this round put on idle wires (before
                     # the next service(), as the frames queued meanwhile are behind them).

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 from common import vclock
 from common.pktring import FRAMES as RING_FRAMES
-from common.pktring import check_frames
+from common.pktring import MIN_FRAMES as RING_MIN
+from common.pktring import NOMINAL_FRAME, check_frames, frames_for
 from switch.traffic import MAX_QUEUES, LinkConfig, parse_link_spec
 
 if TYPE_CHECKING:
@@ -50,6 +51,27 @@ def _link_arg(text: str) -> tuple[int, LinkConfig]:
         return int(num), parse_link_spec(spec)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _ring_arg(value: str) -> int | None:
+    """``--rx-ring``: a number of slots, or ``auto`` (None: sized per port)."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r}: a number of slots or 'auto'") from None
+
+
+def ring_slots(asked: int | None, egress: LinkConfig, ingress: LinkConfig, tdf: float,
+               mtu: int) -> int:
+    """The receive ring of one port: ``asked`` slots, or (None) as many as the frames its link
+    delivers (the far end's side: the shaped ingress link of a host port, else the link's
+    rate) while the process does not read (common/pktring.py ``frames_for``)."""
+    if asked is not None:
+        return asked
+    rate = ingress.rate_bps if ingress.rate_bps > 0 else egress.rate_bps
+    return frames_for(rate, tdf, mtu)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -88,14 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="P4Info (text format) of --json (default: FILE.p4info.txtpb beside it)",
     )
     p.add_argument(
-        "--rx-ring", type=int, default=RING_FRAMES, metavar="SLOTS",
+        "--rx-ring", type=_ring_arg, default=None, metavar="SLOTS|auto",
         help="receive ring slots per port (16 KiB each, kernel memory; frames are read "
-             f"without a system call; default {RING_FRAMES}); 0: recvmmsg from the socket",
+             "without a system call); default auto: sized per port from its link's rate "
+             f"and --tdf (common/pktring.py frames_for, {RING_MIN}-{RING_FRAMES} slots); "
+             "0: recvmmsg from the socket",
     )
+    p.add_argument("--mtu", type=int, default=NOMINAL_FRAME, metavar="BYTES",
+                   help="the fabric's MTU, the frame size --rx-ring auto plans for "
+                        f"(default {NOMINAL_FRAME})")
     vclock.add_arguments(p)
     p.add_argument("--lag-tolerance", type=float, default=None, metavar="S",
                    help="lag (virtual seconds) up to which a departure or a received frame "
                         "counts as on time (default: 2 ms of wall time)")
+    p.add_argument("--coalesce", type=float, default=0.0, metavar="S",
+                   help="wake-up coalescing slack (virtual seconds): while events come "
+                        "densely, handle them in rounds at most S apart, each at most S late "
+                        "(common/coalesce.py; default 0: one wake-up per event)")
     p.add_argument("--log", default=None, help="log file (default: stderr)")
     p.add_argument("--log-level", default="INFO")
     return p
@@ -114,14 +145,19 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         for n, _ in getattr(args, opt):
             if n not in numbers:
                 parser.error(f"--{opt.replace('_', '-')} for unknown port {n}")
-    try:
-        check_frames(args.rx_ring)
-    except ValueError as exc:
-        parser.error(str(exc))
+    if args.rx_ring is not None:
+        try:
+            check_frames(args.rx_ring)
+        except ValueError as exc:
+            parser.error(str(exc))
+    if not 256 <= args.mtu <= 9000:
+        parser.error("--mtu must be 256..9000 bytes")
     if not 1 <= args.queues <= MAX_QUEUES:
         parser.error(f"--queues must be 1..{MAX_QUEUES}")
     if args.lag_tolerance is not None and not args.lag_tolerance > 0:
         parser.error("--lag-tolerance must be > 0 seconds")
+    if not 0 <= args.coalesce < 1:
+        parser.error("--coalesce must be >= 0 and < 1 second")
     if args.json is not None:
         if not args.json.is_file():
             parser.error(f"--json: no file {args.json}")
@@ -190,16 +226,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     server = None
     try:
         for number, ifname in args.port:
-            ports[number] = open_port(number, ifname, ring_frames=args.rx_ring)
-            tm.add_port(
-                number,
-                egress.get(number, args.default_link),
-                ingress.get(number, LinkConfig()),
-                nqueues=args.queues,
-            )
+            link_out = egress.get(number, args.default_link)
+            link_in = ingress.get(number, LinkConfig())
+            ports[number] = open_port(number, ifname, ring_frames=ring_slots(
+                args.rx_ring, link_out, link_in, clock.tdf, args.mtu))
+            tm.add_port(number, link_out, link_in, nqueues=args.queues)
         watcher = LinkWatcher()
         dp = Dataplane(pipeline, tm, ports, watcher, run_clock=clock,
-                       lag_tolerance=args.lag_tolerance)
+                       lag_tolerance=args.lag_tolerance, coalesce=args.coalesce)
         # Handlers before the gRPC port opens: whoever saw it "ready" may stop it at once.
         signal.signal(signal.SIGTERM, _stopper(dp))
         signal.signal(signal.SIGINT, _stopper(dp))

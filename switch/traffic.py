@@ -153,6 +153,7 @@ class Shaper:
     """Strict-priority queues in front of an emulated wire (one direction of one port)."""
 
     __slots__ = (
+        "_active",
         "_bit_time",
         "_delay",
         "_loss",
@@ -182,7 +183,10 @@ class Shaper:
         nqueues: int = MAX_QUEUES,
         rng: random.Random | None = None,
         on_drop: DropHook | None = None,
+        active: dict[int, Shaper] | None = None,
     ) -> None:
+        """``active``: the owner's set of busy shapers (port -> shaper); the shaper joins it
+        when a frame is queued while it was idle, the owner takes it out once idle again."""
         if not 1 <= nqueues <= MAX_QUEUES:
             raise ValueError(f"1..{MAX_QUEUES} queues per port, got {nqueues}")
         self.port = port
@@ -197,6 +201,7 @@ class Shaper:
         self.stats = DirectionStats(queues=[QueueStats() for _ in range(nqueues)])
         self._rng = rng or random.Random()
         self.on_drop = on_drop
+        self._active = active
         self.config = LinkConfig()
         self.direct = True
         self._bit_time = 0.0
@@ -296,6 +301,8 @@ class Shaper:
             if self.on_drop is not None:
                 self.on_drop(self.port, priority, size)
             return False
+        if self._active is not None and not self.backlog and not self.inflight:
+            self._active[self.port] = self
         q.append((now, data))
         self.qbytes[priority] = nbytes
         self.backlog += 1
@@ -410,7 +417,11 @@ class TrafficManager:
         self._rng = rng or random.Random()
         self.on_drop = on_drop
         self.egress: dict[int, Shaper] = {}
+        # the egress shapers with frames queued or on the wire: service and next_deadline
+        # look at these only (a spine of a large fabric has many ports, few busy at once)
+        self.busy_egress: dict[int, Shaper] = {}
         self.ingress: dict[int, Shaper] = {}
+        self.busy_ingress: dict[int, Shaper] = {}  # the same for the shaped ingress links
         self.ingress_shaped: set[int] = set()
         self.qdepth = self._make_qdepth()
 
@@ -423,8 +434,10 @@ class TrafficManager:
     ) -> None:
         if port in self.egress:
             raise ValueError(f"port {port} already exists")
-        self.egress[port] = Shaper(port, egress or LinkConfig(), nqueues, self._rng, self.on_drop)
-        self.ingress[port] = Shaper(port, ingress or LinkConfig(), MAX_QUEUES, self._rng, None)
+        self.egress[port] = Shaper(port, egress or LinkConfig(), nqueues, self._rng, self.on_drop,
+                                   self.busy_egress)
+        self.ingress[port] = Shaper(port, ingress or LinkConfig(), MAX_QUEUES, self._rng, None,
+                                    self.busy_ingress)
         self._update_ingress(port)
 
     def _update_ingress(self, port: int) -> None:
@@ -499,48 +512,49 @@ class TrafficManager:
     def service(self, now: float, tx: list[tuple[int, bytes]], rx: list[tuple[int, bytes]]) -> None:
         """Deliver due frames: egress ones to ``tx`` (port, frame) to send on the port,
         ingress ones to ``rx`` (port, frame) for the pipeline."""
-        buf: list[bytes] = []
-        for port, sh in self.egress.items():
-            if sh.backlog or sh.inflight:
-                sh.service(now, buf)
-                if buf:
-                    tx.extend((port, d) for d in buf)
-                    buf.clear()
-        self._service_ingress(now, rx)
+        per_port: dict[int, list[bytes]] = {}
+        self.service_into(now, per_port, rx)
+        for port, frames in per_port.items():
+            tx.extend((port, d) for d in frames)
 
     def service_into(
         self, now: float, tx: dict[int, list[bytes]], rx: list[tuple[int, bytes]]
     ) -> None:
         """``service`` for the data-plane loop: egress frames go to ``tx[port]``, each port's
         list ready for one batched send (no (port, frame) tuple per frame)."""
-        for port, sh in self.egress.items():
-            if sh.backlog or sh.inflight:
+        busy = self.busy_egress
+        if busy:
+            for port, sh in list(busy.items()):
                 out = tx.get(port)
                 if out is None:
                     out = tx[port] = []
                 sh.service(now, out)
-        self._service_ingress(now, rx)
+                if not sh.backlog and not sh.inflight:
+                    del busy[port]
+        if self.busy_ingress:
+            self._service_ingress(now, rx)
 
     def _service_ingress(self, now: float, rx: list[tuple[int, bytes]]) -> None:
         buf: list[bytes] = []
-        for port in tuple(self.ingress_shaped):
-            sh = self.ingress[port]
+        busy = self.busy_ingress
+        for port, sh in list(busy.items()):
             sh.service(now, buf)
             if buf:
                 rx.extend((port, d) for d in buf)
                 buf.clear()
-            self._update_ingress(port)
+            if not sh.backlog and not sh.inflight:
+                del busy[port]
+                self._update_ingress(port)
 
     def next_deadline(self) -> float | None:
         """Earliest time anything is due (None when all links are idle)."""
         best: float | None = None
-        for sh in self.egress.values():
-            if sh.backlog or sh.inflight:
-                t = sh.next_deadline()
-                if t is not None and (best is None or t < best):
-                    best = t
-        for port in self.ingress_shaped:
-            t = self.ingress[port].next_deadline()
+        for sh in self.busy_egress.values():
+            t = sh.next_deadline()
+            if t is not None and (best is None or t < best):
+                best = t
+        for sh in self.busy_ingress.values():
+            t = sh.next_deadline()
             if t is not None and (best is None or t < best):
                 best = t
         return best

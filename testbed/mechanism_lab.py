@@ -5,17 +5,17 @@ agents in this process.
 P4Runtime, optional link shaping, trimming and ECN thresholds) and runs one ``Agent`` per host
 in the calling process (library use: each opens its NIC ports inside its namespace), so a test
 can reach every host's transport core (counters, Dynamic MPR, EV states) through
-``Agent.call`` while real frames cross the switch. ``connect`` makes a writer/sink QP pair;
-``Transfer.write`` moves a reproducible pattern and ``Transfer.exact`` compares the sink's
-buffer with it. With ``controller`` set, each agent also registers with that controller
-(``hosts/agent/ctl_link.py``), as in a fabric. Everything is created through the caller's
-``NetKit`` and stopped by ``close()``.
+``Agent.call`` while real frames cross the switch. ``connect`` makes a writer/sink QP pair
+(two hosts/bulk ``Endpoint``s, connected directly: both are in this process);
+``Transfer.write`` moves a reproducible pattern with the bulk writer of hosts/bulk and
+``Transfer.exact`` compares the sink's buffer with it byte for byte. With ``controller``
+set, each agent also registers with that controller (``hosts/agent/ctl_link.py``), as in a
+fabric. Everything is created through the caller's ``NetKit`` and stopped by ``close()``.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,19 +34,22 @@ from hosts.api import (
     Context,
     QpAttr,
     QpHintFlag,
-    QpInitAttr,
     QpType,
-    RecvWR,
-    RemoteQp,
     RetryAttr,
     SendWR,
     WcStatus,
     WrOpcode,
-    connect_qp,
-    init_qp,
     open_device,
 )
-from hosts.apps import pattern
+from hosts.bulk import (
+    Endpoint,
+    Immediates,
+    PeerInfo,
+    collect,
+    first_difference,
+    pattern,
+    write_buffer,
+)
 from testbed.host_lab import HostSpec, SwitchHandle, switch_star
 
 DEFAULT_HINT = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH
@@ -84,6 +87,7 @@ class Transfer:
     peer_mr: MR
     data: bytearray
     sink: bytearray
+    peer: PeerInfo  # the sink's buffer as the writer addresses it
     done: list[Completion] = field(default_factory=list)
     received: list[Completion] = field(default_factory=list)
 
@@ -93,47 +97,45 @@ class Transfer:
             self.mr.addr + offset, length, self.mr.lkey, self.peer_mr.addr + offset,
             self.peer_mr.rkey, imm=imm or 0))
 
+    def _sends_done(self, got: list[Completion], count: int, timeout: float) -> None:
+        """Account for send completions: every one must succeed, ``count`` must be there."""
+        self.done += got
+        bad = [wc for wc in got if wc.status != WcStatus.SUCCESS]
+        if bad:
+            raise AssertionError(f"send completion {bad[0]}")
+        if len(self.done) < count:
+            raise TimeoutError(f"{len(self.done)}/{count} send completions after "
+                               f"{timeout:.0f} s (QP {self.qp.qpn} of {self.src.spec.name}: "
+                               f"{self.src.qp_stats(self.qp.qpn)})")
+
     def wait_sends(self, count: int, timeout: float = 60.0) -> list[Completion]:
         """Wait until ``count`` send completions in all arrived; every one must succeed."""
-        deadline = time.monotonic() + timeout
-        while len(self.done) < count:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{len(self.done)}/{count} send completions after "
-                                   f"{timeout:.0f} s (QP {self.qp.qpn} of {self.src.spec.name}: "
-                                   f"{self.src.qp_stats(self.qp.qpn)})")
-            for wc in self.cq.wait(1, min(1.0, left)) + self.cq.poll(64):
-                if wc.status != WcStatus.SUCCESS:
-                    raise AssertionError(f"send completion {wc}")
-                self.done.append(wc)
+        got = collect(self.cq, count - len(self.done), clock=self.src.agent.clock,
+                      timeout=timeout)
+        self._sends_done(got, count, timeout)
         return self.done
 
     def write(self, size: int, chunk: int = 1 << 20, depth: int = 8, imm_all: bool = False,
               timeout: float = 60.0) -> None:
         """Write the first ``size`` bytes of the pattern in ``chunk``-byte WRs, ``depth`` in
         flight, the last a WriteImm (every one with ``imm_all``: immediate = index + 1)."""
-        offsets = list(range(0, size, chunk))
         base = len(self.done)
-        posted = 0
-        while posted < len(offsets) or len(self.done) - base < len(offsets):
-            while posted < len(offsets) and posted - (len(self.done) - base) < depth:
-                last = posted == len(offsets) - 1
-                off = offsets[posted]
-                self.post(base + posted, off, min(chunk, size - off),
-                          posted + 1 if imm_all or last else None)
-                posted += 1
-            self.wait_sends(base + min(posted, len(self.done) - base + 1), timeout)
-        self.wait_sends(base + len(offsets), timeout)
+        out = write_buffer(self.qp, self.cq, self.mr, self.peer, size, chunk=chunk,
+                           depth=depth, imm=Immediates(every=imm_all),
+                           clock=self.src.agent.clock, timeout=timeout, first_wr_id=base)
+        self._sends_done(out.completions, base + out.wrs, timeout)
 
     def wait_receives(self, count: int, timeout: float = 30.0) -> list[Completion]:
-        deadline = time.monotonic() + timeout
-        while len(self.received) < count and time.monotonic() < deadline:
-            self.received += self.peer_cq.wait(1, 0.5) + self.peer_cq.poll(64)
+        """The sink's receive completions once ``count`` arrived (fewer after ``timeout``
+        or a failed one)."""
+        self.received += collect(self.peer_cq, count - len(self.received),
+                                 clock=self.dst.agent.clock, timeout=timeout)
         return self.received
 
     def exact(self, size: int | None = None) -> bool:
+        """The sink holds the first ``size`` bytes of the pattern (all of it by default)."""
         n = len(self.data) if size is None else size
-        return bytes(self.sink[:n]) == bytes(self.data[:n])
+        return first_difference(memoryview(self.sink)[:n], memoryview(self.data)[:n]) is None
 
 
 def start_controller(kit: NetKit, workdir: Path, ports: int) -> str:
@@ -195,22 +197,14 @@ class StarLab:
         attr = attr or QpAttr(retry=RetryAttr(7, 25), timeout=17)
         data = pattern(size, seed)
         sink = bytearray(size)
-        cq, peer_cq = a.ctx.create_cq(4096), b.ctx.create_cq(4096)
-        qp = a.ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=qp_type))
-        peer = b.ctx.create_qp(QpInitAttr(send_cq=peer_cq, recv_cq=peer_cq, qp_type=qp_type))
-        mr = a.ctx.reg_mr(data, Access.LOCAL_WRITE)
-        peer_mr = b.ctx.reg_mr(sink, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
-        for q, ctx in ((qp, a.ctx), (peer, b.ctx)):
-            init_qp(q, attr, hint=ctx.create_qp_hint(hint))
-        if receives:
-            peer.post_recv([RecvWR(wr_id=i + 1) for i in range(receives)])
-        gids = [tuple(h.ctx.query_port(i).gid for i in range(h.ctx.query_device().phys_port_cnt))
-                for h in (a, b)]
-        connect_qp(peer, RemoteQp(qp.qpn, gids[0]), attr)
-        connect_qp(qp, RemoteQp(peer.qpn, gids[1]), attr)
-        a.agent.track_qp(qp.qpn)
-        b.agent.track_qp(peer.qpn)
-        return Transfer(a, b, qp, peer, cq, peer_cq, mr, peer_mr, data, sink)
+        w = Endpoint(a.ctx, data, qp_type=qp_type, attr=attr, access=Access.LOCAL_WRITE,
+                     hint=a.ctx.create_qp_hint(hint))
+        s = Endpoint(b.ctx, sink, qp_type=qp_type, attr=attr, hint=b.ctx.create_qp_hint(hint),
+                     receives=receives)
+        peer = s.info()
+        s.connect(w.info(), attr)
+        w.connect(peer, attr)
+        return Transfer(a, b, w.qp, s.qp, w.cq, s.cq, w.mr, s.mr, data, sink, peer)
 
     def qlog(self, host: int, qpn: int | None = None) -> list[dict[str, Any]]:
         """The qlog events of a host's QP (or of its agent), flushed first."""

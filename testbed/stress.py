@@ -1,12 +1,15 @@
 """``make test-stress``: hunt flaky tests on purpose, as CI would meet them.
 
-Each round clones the checkout's HEAD into a fresh folder (nothing of this tree's caches,
-results or virtual environment), then runs CI's own entry point there (``.ci/run``, or
+Each round clones the checkout into a fresh folder (nothing of this tree's caches, results
+or virtual environment) at one commit for the whole series (``--commit``, default the HEAD
+when the series starts: commits made meanwhile are not mixed in), then runs CI's own entry
+point there (``.ci/run``, or
 ``make test`` with ``--make-test``). Rounds alternate the conditions that have found races
 before: a busy machine (a one-core CPU hog beside the suite) and no IPv6 loopback on the root
 namespace (``net.ipv6.conf.lo.disable_ipv6 = 1``, as some CI machines have). The setting is
-restored after each round, the hog is stopped by its pid, and the clone is removed unless
-``--keep``. A summary table gives each round's conditions, time, exit status and pytest counts;
+restored after each round (and the value found at the start once more when the series
+ends, however it ends), the hog is stopped by its pid, and the clone is removed unless
+``--keep``. SIGTERM stops the series as Ctrl-C does. A summary table gives each round's conditions, time, exit status and pytest counts;
 the exit status is 0 only when every round was green.
 """
 
@@ -125,25 +128,52 @@ def _as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT to the round's process group (as Ctrl-C would), a minute to clean up, then
+    SIGKILL."""
+    for sig, wait_s in ((signal.SIGINT, 60.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def run_round(r: Round, args: argparse.Namespace, workdir: Path) -> None:
     # beside the checkout, as CI's clone is, so ../shared (the optional P4 tools) is found
     clone = REPO.parent / f"{workdir.name}-round{r.number}"
-    subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(REPO), str(clone)],
+                   check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", "--detach", args.commit],
+                   check=True)
     cmd = ["make", "test"] if args.make_test else ["bash", ".ci/run"]
     env = {**os.environ, "CI": "true"}
     r.log = workdir / f"round{r.number}.log"
     print(f"[stress] round {r.number}/{args.rounds} ({r.conditions.label()}): "
-          f"{' '.join(cmd)} in {clone}; log {r.log}", flush=True)
+          f"{' '.join(cmd)} at {args.commit[:12]} in {clone}; log {r.log}", flush=True)
     t0 = time.monotonic()
     with cpu_hog(r.conditions.hog, args.timeout + 60), \
             ipv6_loopback_off(r.conditions.ipv6_off), r.log.open("w") as log:
+        # its own process group: an interrupted series stops the whole round (the suite's
+        # fabrics clean up on SIGINT) instead of orphaning it behind a killed shell
+        proc = subprocess.Popen(cmd, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=_as_in_a_terminal, start_new_session=True)
         try:
-            proc = subprocess.run(cmd, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=args.timeout, check=False,
-                                  preexec_fn=_as_in_a_terminal)
-            r.status = proc.returncode
+            r.status = proc.wait(timeout=args.timeout)
         except subprocess.TimeoutExpired:
+            _stop_group(proc)
             r.status = None
+        except KeyboardInterrupt:
+            _stop_group(proc)
+            raise
     r.seconds = time.monotonic() - t0
     text = r.log.read_text(errors="replace")
     r.counts = parse_counts(text)
@@ -178,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run 'make test' in the clone instead of the whole '.ci/run'")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per round")
     parser.add_argument("--keep", action="store_true", help="keep each round's clone")
+    parser.add_argument("--commit", default="HEAD",
+                        help="the commit every round tests (default: HEAD at the start)")
     parser.add_argument("--workdir", type=Path, help="where the logs go (default: a new "
                         "folder beside the checkout; each round's clone goes beside it)")
     args = parser.parse_args(argv)
@@ -187,19 +219,30 @@ def main(argv: list[str] | None = None) -> int:
         print("make test-stress: needs root (the emulation tests, the IPv6 setting)",
               file=sys.stderr)
         return 2
+    try:
+        args.commit = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--verify", f"{args.commit}^{{commit}}"],
+            check=True, capture_output=True, text=True).stdout.strip()
+    except subprocess.CalledProcessError:
+        parser.error(f"--commit {args.commit}: no such commit in {REPO}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="stress-", dir=REPO.parent))
     workdir.mkdir(parents=True, exist_ok=True)
     rounds = [Round(i + 1, c) for i, c in enumerate(schedule(args.rounds, args.hog, args.ipv6))]
     done: list[Round] = []
+    ipv6_at_start = IPV6_LO.read_text() if IPV6_LO.exists() else None
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         for r in rounds:
             run_round(r, args, workdir)
             done.append(r)
     except KeyboardInterrupt:
         print("[stress] interrupted", file=sys.stderr)
+    finally:
+        if ipv6_at_start is not None:
+            IPV6_LO.write_text(ipv6_at_start)
     print(table(done))
     green = sum(1 for r in done if r.status == 0)
-    print(f"[stress] {green} of {len(done)} rounds green; logs in {workdir}")
+    print(f"[stress] {green} of {len(done)} rounds green at {args.commit}; logs in {workdir}")
     return 0 if done and green == len(rounds) else 1
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from common.collective_plan import RunPlan
 from common.collectives import Collective, Step
 from controller.harvest import runplan, schedules
 from controller.harvest.model import CircuitTopology, Params
@@ -44,16 +44,14 @@ def topologies() -> tuple[CircuitTopology, CircuitTopology]:
 
 
 def overlap_plan(size: int, ranks: Sequence[str], alpha_r: float, barrier: str,
-                 bandwidth_bps: float = 20e6) -> dict[str, Any]:
+                 bandwidth_bps: float = 20e6) -> RunPlan:
     coll = Collective("custom", "custom", N, (_only(WRITER, READER, BLOCKS),
                                               _only(SECOND_WRITER, SECOND_READER, (5,))))
     first, second = topologies()
     params = Params(DEGREE, bandwidth_bps, 0.0, 0.0, alpha_r)
     sched = schedules.evaluate("overlap", coll, size, params, [(1, 1, first), (2, 2, second)])
     plan = runplan.build_plan(coll, sched, size, DEGREE, list(ranks),
-                              bandwidth_bps=bandwidth_bps)
-    plan["collective"] = "custom"
-    plan["dark_s"] = alpha_r
+                              bandwidth_bps=bandwidth_bps, dark_s=alpha_r)
     return runplan.with_barrier(plan, barrier)
 
 

@@ -172,7 +172,7 @@ class GetTimingRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Timing(_message.Message):
-    __slots__ = ("now", "start", "tdf", "tolerance_s", "events", "late", "behind_s", "idle_s", "max_lag_s", "late_hist")
+    __slots__ = ("now", "start", "tdf", "tolerance_s", "events", "late", "behind_s", "idle_s", "max_lag_s", "late_hist", "wakeups", "moderated", "slack_s", "loop_cpu_s")
     NOW_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     TDF_FIELD_NUMBER: _ClassVar[int]
@@ -183,6 +183,10 @@ class Timing(_message.Message):
     IDLE_S_FIELD_NUMBER: _ClassVar[int]
     MAX_LAG_S_FIELD_NUMBER: _ClassVar[int]
     LATE_HIST_FIELD_NUMBER: _ClassVar[int]
+    WAKEUPS_FIELD_NUMBER: _ClassVar[int]
+    MODERATED_FIELD_NUMBER: _ClassVar[int]
+    SLACK_S_FIELD_NUMBER: _ClassVar[int]
+    LOOP_CPU_S_FIELD_NUMBER: _ClassVar[int]
     now: float
     start: float
     tdf: float
@@ -193,7 +197,11 @@ class Timing(_message.Message):
     idle_s: float
     max_lag_s: float
     late_hist: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, now: _Optional[float] = ..., start: _Optional[float] = ..., tdf: _Optional[float] = ..., tolerance_s: _Optional[float] = ..., events: _Optional[int] = ..., late: _Optional[int] = ..., behind_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., max_lag_s: _Optional[float] = ..., late_hist: _Optional[_Iterable[int]] = ...) -> None: ...
+    wakeups: int
+    moderated: int
+    slack_s: float
+    loop_cpu_s: float
+    def __init__(self, now: _Optional[float] = ..., start: _Optional[float] = ..., tdf: _Optional[float] = ..., tolerance_s: _Optional[float] = ..., events: _Optional[int] = ..., late: _Optional[int] = ..., behind_s: _Optional[float] = ..., idle_s: _Optional[float] = ..., max_lag_s: _Optional[float] = ..., late_hist: _Optional[_Iterable[int]] = ..., wakeups: _Optional[int] = ..., moderated: _Optional[int] = ..., slack_s: _Optional[float] = ..., loop_cpu_s: _Optional[float] = ...) -> None: ...
 
 class SetLinkRequest(_message.Message):
     __slots__ = ("port", "direction", "update")

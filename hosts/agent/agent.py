@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from common.coalesce import Coalescer
 from common.lag import LagMeter
 from common.vclock import RunClock
 from hosts.agent.backpressure import RxWait
@@ -89,10 +90,13 @@ class Agent:
         ports: list[NicPort] | None = None,
         run_clock: RunClock | None = None,
         lag_tolerance: float | None = None,
+        coalesce: float = 0.0,
     ) -> None:
         """``clock`` (default: ``run_clock.now``, else time.monotonic) gives ``now``;
         ``run_clock`` (default: TDF 1) converts waits to wall time and stamps qlog files;
-        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default)."""
+        ``lag_tolerance``: virtual seconds of lag still on time (common/lag.py default);
+        ``coalesce``: wake-up coalescing slack in virtual seconds (common/coalesce.py; 0:
+        one wake-up per event)."""
         self.config = config
         self.run_clock = run_clock or RunClock(1.0)
         if clock is None:
@@ -100,6 +104,8 @@ class Agent:
         self.clock = clock
         self.t0 = clock()
         self.lag = LagMeter(self.t0, self.run_clock.tdf, lag_tolerance)
+        self.coalescer = Coalescer(coalesce, self.run_clock.tdf)
+        self.lag.slack = self.coalescer.slack
         if core is None:
             from hosts.agent.corecfg import build_core
 
@@ -298,16 +304,32 @@ class Agent:
                 ep.register(self.linkmon.fileno(), select.EPOLLIN)
             tdf = self.run_clock.tdf
             lag = self.lag
+            # a moderated sleep (common/coalesce.py) watches these only: select, whose
+            # timeout has microsecond resolution (epoll rounds up to milliseconds)
+            ctl_fds = [self._wake_fd]
+            if self.linkmon is not None:
+                ctl_fds.append(self.linkmon.fileno())
+            after_round = self.coalescer.after_round
+            slack_wall = self.coalescer.slack * tdf
+            worked = False
             while not self._stop.is_set():
                 with self.lock:
                     waiting = self.clock()
-                    timeout = self._wait_timeout(waiting) * tdf  # wall seconds
+                    moderated = after_round(waiting, worked)
+                    if not moderated:
+                        timeout = self._wait_timeout(waiting) * tdf  # wall seconds
                 # Always poll (also with timeout 0): link changes and wake-ups are only seen here.
-                ready = ep.poll(timeout)
+                if moderated:
+                    select.select(ctl_fds, [], [], slack_wall)
+                    ready = ep.poll(0)
+                    lag.moderated += 1
+                else:
+                    ready = ep.poll(timeout)
+                lag.wakeups += 1
                 with self.lock:
                     now = self.clock()
                     lag.idle += now - waiting
-                    self._iteration(ready, now)
+                    worked = self._iteration(ready, now)
         except BaseException as exc:  # kept for the owner: the loop must not vanish silently
             self.loop_error = exc
             if self.qlog is not None:
@@ -334,8 +356,10 @@ class Agent:
                 deadline = timer
         return max(0.0, deadline - now)
 
-    def _iteration(self, ready: list[tuple[int, int]], now: float) -> None:
+    def _iteration(self, ready: list[tuple[int, int]], now: float) -> bool:
+        """One round of the loop; True when it handled frames, timers or calls."""
         self.iterations += 1
+        worked = bool(self._calls)
         for fd, _mask in ready:
             if fd == self._wake_fd:
                 try:
@@ -346,7 +370,8 @@ class Agent:
                 self._link_changes(now)
         if self._calls:
             self._run_calls()
-        self._receive_all(now)
+        if self._receive_all(now):
+            worked = True
         if self.rx_wait.update():
             self._backpressure(now)
         now = self.clock()
@@ -356,6 +381,7 @@ class Agent:
             # just went bad at once": 0.0): it is late only since that check.
             due = min(max(timer, self._timer_floor, self._timers_checked), now)
             self.lag.due(due, now)
+            worked = True
             if now - due > self.timer_lag_max:
                 self.timer_lag_max = now - due
             self.core.handle_timer(now)
@@ -370,9 +396,10 @@ class Agent:
         if now >= self._next_metrics:
             self.lag.due(self._next_metrics, now)
             self._sample_metrics(now)
+        return worked
 
-    def _receive_all(self, now: float) -> None:
-        """Drain the ports (see the module docstring).
+    def _receive_all(self, now: float) -> int:
+        """Drain the ports (see the module docstring); return how many frames were read.
 
         With several ports, one batch is taken from each, decoded, and handed to the core
         ordered by (destination QP, PSN) -- a stable sort, PSNs compared relative to the
@@ -462,6 +489,7 @@ class Agent:
                     receive(item[3], item[4], now)
             now = self.clock()
             self._transmit(now)
+        return RX_BUDGET - budget
 
     def _backpressure(self, now: float) -> None:
         """The penalty changed: every SACK of this host carries the new one from now on."""

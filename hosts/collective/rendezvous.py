@@ -2,15 +2,13 @@
 
 ``ControllerBarrier`` calls ``MrcAgent.StepBarrier`` on the controller's socket (the agent's
 own controller address); it blocks until the controller releases the step. ``FileExchange``
-publishes this GPU's QP and memory details as one JSON file in a directory every GPU of the
-run can read (written atomically) and waits for the peers' files.
+publishes this GPU's QP and memory details as one JSON record (``rank<r>``) in a directory
+every GPU of the run can read and waits for the peers' records: the out-of-band files of
+hosts/bulk/oob.py, as every bulk transfer uses them.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import grpc
 
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
+from hosts.bulk.oob import await_published, publish
 
 POLL_S = 0.005
 
@@ -52,25 +51,11 @@ class FileExchange:
         self.dir = Path(directory)
         self.rank = rank
 
-    def _path(self, rank: int) -> Path:
-        return self.dir / f"rank{rank}.json"
-
     def publish(self, info: dict[str, Any]) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        path = self._path(self.rank)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(info))
-        os.replace(tmp, path)
+        publish(self.dir, f"rank{self.rank}", info)
 
     def fetch(self, rank: int, timeout: float) -> dict[str, Any]:
-        path = self._path(rank)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                data: dict[str, Any] = json.loads(path.read_text())
-                return data
-            except FileNotFoundError:
-                if time.monotonic() >= deadline:
-                    raise RendezvousError(f"rank {rank} did not publish {path} within "
-                                          f"{timeout:g} s") from None
-                time.sleep(POLL_S)
+        try:
+            return await_published(self.dir, f"rank{rank}", timeout, POLL_S)
+        except (TimeoutError, ValueError) as exc:
+            raise RendezvousError(f"rank {rank}: {exc}") from None

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from common.collective_plan import RunPlan
 from hosts.agent.router import CircuitRouter
 from hosts.api import (
     Access,
@@ -44,7 +45,7 @@ from hosts.api import (
     connect_qp,
     init_qp,
 )
-from hosts.collective.plan import CollectivePlan
+from hosts.collective.routes import router_tables
 
 
 class CollectiveRunError(RuntimeError):
@@ -122,7 +123,7 @@ class CollectiveRunner:
     """Runs ``plan`` as rank ``rank`` over the agent behind ``ctx``."""
 
     def __init__(
-        self, ctx: Context, plan: CollectivePlan, rank: int, barrier: StepBarrier,
+        self, ctx: Context, plan: RunPlan, rank: int, barrier: StepBarrier,
         exchange: Exchange, router: CircuitRouter | None, seed: int = 1,
         clock: Callable[[], float] = time.monotonic, timeout: float = 120.0,
         attr: QpAttr | None = None,
@@ -143,7 +144,7 @@ class CollectiveRunner:
         self.block_items = self.count // n
         self.data = make_input(seed, rank, plan.dtype, self.count)
         self.staging = np.zeros_like(self.data)
-        self.peers = sorted({v for st in plan.collective.steps for v in
+        self.peers = sorted({v for st in plan.algorithm.steps for v in
                              (st.sends[rank], *st.receives_from(rank)) if v is not None})
         self.result = RunResult(rank)
         self.qps: dict[int, Any] = {}
@@ -158,7 +159,7 @@ class CollectiveRunner:
         self.mr_staging = ctx.reg_mr(_bytes(self.staging),
                                      Access.LOCAL_WRITE | Access.REMOTE_WRITE)
         if self.router is not None:
-            for step, table in self.plan.router_tables(self.rank).items():
+            for step, table in router_tables(self.plan, self.rank).items():
                 self.router.install(step, table)
         gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
         qpns = {}
@@ -168,7 +169,7 @@ class CollectiveRunner:
             init_qp(qp, self.attr)
             self.qps[peer] = qp
             qpns[str(peer)] = qp.qpn
-        for i, st in enumerate(self.plan.collective.steps, start=1):
+        for i, st in enumerate(self.plan.algorithm.steps, start=1):
             for src in st.receives_from(self.rank):
                 self.qps[src].post_recv(RecvWR(wr_id=i))
         self.exchange.publish({
@@ -201,7 +202,7 @@ class CollectiveRunner:
 
     # -- steps ------------------------------------------------------------------------
     def run(self) -> RunResult:
-        steps = self.plan.collective.steps
+        steps = self.plan.algorithm.steps
         for i in range(1, len(steps) + 1):
             released = self.barrier.wait(i, self.timeout)
             if self.router is not None:
@@ -214,7 +215,7 @@ class CollectiveRunner:
         return self.result
 
     def _step(self, i: int, timing: StepTiming) -> None:
-        st = self.plan.collective.steps[i - 1]
+        st = self.plan.algorithm.steps[i - 1]
         me = self.rank
         dst = st.sends[me]
         sources = st.receives_from(me)
@@ -296,14 +297,14 @@ class CollectiveRunner:
         plan = self.plan
         want = expected_sum(self.seed, plan.n, plan.dtype, self.count)
         items = self.block_items
-        if plan.collective.phase == "reduce-scatter":
+        if plan.phase == "reduce-scatter":
             owned = self._owned_after_reduce_scatter()
             mask = np.zeros(self.count, dtype=bool)
             for b in owned:
                 mask[b * items:(b + 1) * items] = True
-        elif plan.collective.phase == "all-gather":
+        elif plan.phase == "all-gather":
             return self._verify_all_gather()
-        elif plan.collective.phase == "all-to-all":
+        elif plan.phase == "all-to-all":
             return self._verify_all_to_all()
         else:
             mask = np.ones(self.count, dtype=bool)
@@ -322,7 +323,7 @@ class CollectiveRunner:
 
     def _owned_after_reduce_scatter(self) -> list[int]:
         owned = set(range(self.plan.n))
-        for st in self.plan.collective.steps:
+        for st in self.plan.algorithm.steps:
             owned -= set(st.blocks[self.rank])
         return sorted(owned)
 

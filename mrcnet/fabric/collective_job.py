@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.collective_plan import CUSTOM, RunPlan
 from hosts.api import Context, QpAttr, RetryAttr
-from hosts.collective.plan import CUSTOM, load_plan
 from hosts.collective.rendezvous import ControllerBarrier, FileExchange
 from hosts.collective.runner import CollectiveRunner
 
 
 def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
-    plan = load_plan(str(job["plan"]))
+    plan = RunPlan.load(str(job["plan"]))
     rank = int(job["rank"])
     timeout = ctx.agent.run_clock.to_wall(float(job.get("timeout", 120)))  # run-clock s
     timing_start = ctx.agent.timing()
@@ -39,7 +39,7 @@ def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
             result = runner.run()
         finally:
             barrier.close()
-        if plan.collective.name != CUSTOM and job.get("verify", True):
+        if plan.collective != CUSTOM and job.get("verify", True):
             runner.verify()
         out = result.to_json()
         out["router"] = {k: getattr(router.counters, k) - v for k, v in before.items()}

@@ -22,7 +22,7 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
         out["calibration"] = calibration.to_json()
     out["schedules"] = {}
     for o in outcomes:
-        out["schedules"][o.plan["schedule"]] = {
+        out["schedules"][o.plan.schedule] = {
             "measured_s": o.measured_s,
             "model_s": o.model_s,
             "ratio": o.measured_s / o.model_s if o.model_s > 0 else None,
@@ -36,8 +36,8 @@ def summary(outcomes: Sequence[Outcome], calibration: Calibration | None,
     if outcomes:
         best = min(o.model_s for o in outcomes)
         # schedules the model cannot tell apart (e.g. Harvest choosing every step) all count
-        tied = [o.plan["schedule"] for o in outcomes if o.model_s <= best * (1 + 1e-9)]
-        measured = min(outcomes, key=lambda o: o.measured_s).plan["schedule"]
+        tied = [o.plan.schedule for o in outcomes if o.model_s <= best * (1 + 1e-9)]
+        measured = min(outcomes, key=lambda o: o.measured_s).plan.schedule
         out["fastest"] = {"model": tied, "measured": measured, "agree": measured in tied}
     return out
 
@@ -47,7 +47,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
              f"{'reconf':>6} {'verified':>8} {'faithful':>8}"]
     for o in outcomes:
         ratio = o.measured_s / o.model_s if o.model_s > 0 else float("nan")
-        lines.append(f"{o.plan['schedule']:<14} {o.measured_s:>11.4f} {o.model_s:>10.4f} "
+        lines.append(f"{o.plan.schedule:<14} {o.measured_s:>11.4f} {o.model_s:>10.4f} "
                      f"{ratio:>6.3f} {o.reconfigurations:>6} {o.verified!s:>8} "
                      f"{o.faithful!s:>8}")
     return "\n".join(lines)
@@ -80,7 +80,7 @@ def plot_timeline(outcomes: Sequence[Outcome], path: Path, time_label: str = "s"
                         left=rec["dark_start_s"] - t0, color="none", edgecolor="black",
                         hatch="////", linewidth=0.5)
         ax.plot([o.model_s], [row], marker="|", markersize=22, color="black")
-    ax.set_yticks(range(len(outcomes)), [o.plan["schedule"] for o in outcomes])
+    ax.set_yticks(range(len(outcomes)), [o.plan.schedule for o in outcomes])
     ax.set_xlabel(f"time since the first barrier ({time_label}); hatched: OCS dark; "
                   "| : model total")
     ax.set_title("collective steps per schedule (colour = topology interval)")
@@ -94,7 +94,7 @@ def plot_bars(outcomes: Sequence[Outcome], path: Path, time_label: str = "s") ->
     """Measured and model completion time per schedule."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    names = [o.plan["schedule"] for o in outcomes]
+    names = [o.plan.schedule for o in outcomes]
     xs = range(len(outcomes))
     ax.bar([x - 0.2 for x in xs], [o.measured_s for o in outcomes], 0.4, label="measured")
     ax.bar([x + 0.2 for x in xs], [o.model_s for o in outcomes], 0.4, label="model")

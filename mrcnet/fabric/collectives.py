@@ -20,6 +20,7 @@ writes). Medians over the repetitions; a negative estimate (noise) is clamped to
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -28,14 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.collective_plan import RunPlan
 from common.collectives import Collective, Step
 from common.proto import mrc_ctl_pb2 as pb
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
 from controller.harvest.model import CircuitTopology, HarvestError, Params
+from hosts.bulk import write_json
 from mrcnet.fabric import microcal
 from mrcnet.fabric.fidelity import agent_windows, assess, warning
-from mrcnet.fabric.hostjobs import write_json
 
 CALIBRATION_REPEATS = 3
 RECONFIG_PROBES = 4
@@ -63,7 +65,7 @@ class StepMeasure:
 @dataclass
 class Outcome:
     tag: str
-    plan: dict[str, Any]
+    plan: RunPlan
     steps: list[StepMeasure]
     measured_s: float
     reconfigurations: int
@@ -86,12 +88,12 @@ class Outcome:
 
     @property
     def model_s(self) -> float:
-        return float(self.plan["model"]["model_s"])
+        return self.plan.model.model_s
 
     def to_json(self) -> dict[str, Any]:
         return {
             "tag": self.tag,
-            "schedule": self.plan["schedule"],
+            "schedule": self.plan.schedule,
             "measured_s": self.measured_s,
             "model_s": self.model_s,
             "ratio": self.measured_s / self.model_s if self.model_s > 0 else None,
@@ -162,26 +164,26 @@ class CollectiveDriver:
         return len(self.ranks)
 
     # -- one run -------------------------------------------------------------------------
-    def run_plan(self, plan: dict[str, Any], seed: int = 1, tag: str | None = None) -> Outcome:
+    def run_plan(self, plan: RunPlan, seed: int = 1, tag: str | None = None) -> Outcome:
         fab = self.fab
         self.count += 1
-        tag = tag or f"c{self.count}-{plan['collective']}-{plan['schedule']}".replace(":", "-")
+        tag = tag or f"c{self.count}-{plan.collective}-{plan.schedule}".replace(":", "-")
         folder = fab.run_dir / "collectives" / tag
         folder.mkdir(parents=True, exist_ok=True)
         plan_path = folder / "plan.json"
-        plan.setdefault("predicted_unix", time.time())  # the model's prediction precedes the run
-        plan_path.write_text(json.dumps(plan))
+        if plan.predicted_unix is None:  # the model's prediction precedes the run
+            plan = dataclasses.replace(plan, predicted_unix=time.time())
+        plan.save(plan_path)
         circuits = [[pb.Circuit(src=t.split(" -> ")[0], dst=t.split(" -> ")[1])
                      for t in runplan.circuit_text(plan, k)]
-                    for k in range(len(plan["intervals"]))]
+                    for k in range(len(plan.intervals))]
         req = pb.StartCollectiveRequest(
-            session=tag, ranks=self.ranks, alpha_r_s=float(plan.get("dark_s", 0.0)),
+            session=tag, ranks=self.ranks, alpha_r_s=plan.dark_s,
             barrier_timeout_s=self.timeout,
             intervals=[pb.CircuitSet(circuits=c) for c in circuits],
-            step_interval=[st["interval"] for st in plan["steps"]],
-            early=[pb.EarlyReconfiguration(step=int(st["step"]),
-                                           ranks=[int(r) for r in st["reconfigure_after"]])
-                   for st in plan["steps"] if "reconfigure_after" in st])
+            step_interval=[st.interval for st in plan.steps],
+            early=[pb.EarlyReconfiguration(step=st.step, ranks=list(st.reconfigure_after))
+                   for st in plan.steps if st.reconfigure_after is not None])
         mark = fab.fidelity.mark() if fab.fidelity is not None else None
         drops_before = self._dark_drops()
         fab.ctl.fabric.StartCollective(req, timeout=30)
@@ -228,21 +230,20 @@ class CollectiveDriver:
             self.fab.check_alive()
             time.sleep(0.02)
 
-    def _outcome(self, tag: str, plan: dict[str, Any], state: pb.CollectiveState,
+    def _outcome(self, tag: str, plan: RunPlan, state: pb.CollectiveState,
                  results: list[dict[str, Any]]) -> Outcome:
         recs = list(state.records)
-        s = len(plan["steps"])
+        s = len(plan.steps)
         steps = []
         for i in range(s):
             r = recs[i]
-            want = {}
-            for u, pu, v, pv in plan["intervals"][r.interval]["circuits"]:
-                want[(u, pu)] = (v, pv)
+            want = {(c.src, c.src_port): (c.dst, c.dst_port)
+                    for c in plan.intervals[r.interval].circuits}
             steps.append(StepMeasure(
                 step=i + 1, interval=r.interval, reconfigured=r.reconfigured,
                 gap_s=r.released_s - r.last_arrival_s,
                 step_s=recs[i + 1].last_arrival_s - r.released_s,
-                model_step_s=float(plan["steps"][i]["model_s"]),
+                model_step_s=plan.steps[i].model_s,
                 dark_s=r.dark_end_s - r.dark_start_s if r.reconfigured else 0.0,
                 circuits_ok=self._readback_matches(r, want)))
         verified: bool | None = None
@@ -286,7 +287,7 @@ class CollectiveDriver:
     # -- plans ---------------------------------------------------------------------------
     def plan_for(self, coll: Collective, schedule: schedules.Schedule, size: int, degree: int,
                  params: Params, dark_s: float, dtype: str = "int32",
-                 barrier: str = "all") -> dict[str, Any]:
+                 barrier: str = "all") -> RunPlan:
         if degree > self.ports:
             raise HarvestError(f"degree {degree} needs {degree} optical ports per GPU; "
                                f"{self.fab.topo.name} has {self.ports}")
@@ -295,8 +296,7 @@ class CollectiveDriver:
                                f"{self.fab.topo.name} has {self.n}")
         plan = runplan.build_plan(coll, schedule, size, degree, self.ranks, dtype,
                                   bandwidth_bps=params.bandwidth_bps, alpha_s=params.alpha,
-                                  delta_s=params.delta)
-        plan["dark_s"] = dark_s
+                                  delta_s=params.delta, dark_s=dark_s)
         return runplan.with_barrier(plan, barrier)
 
     # -- calibration ---------------------------------------------------------------------
@@ -323,9 +323,7 @@ class CollectiveDriver:
             ivs.append((k, k, ring if j % 2 else back))
         rough = Params(1, 1e9, 0.0, 0.0, 0.0)
         sched = schedules.evaluate("calibration", coll, message_bytes, rough, ivs)
-        plan = runplan.build_plan(coll, sched, message_bytes, 1, self.ranks)
-        plan["collective"] = "custom"
-        plan["dark_s"] = dark_s
+        plan = runplan.build_plan(coll, sched, message_bytes, 1, self.ranks, dark_s=dark_s)
         self.say(f"calibrating on {n} GPUs: {len(coll.steps)} steps")
         out = self.run_plan(plan, tag=f"c{self.count + 1}-calibration")
         self.calibration_run = out
@@ -369,9 +367,8 @@ class CollectiveDriver:
         rough = Params(1, 1e9, 0.0, 0.0, 0.0)
         sched = schedules.evaluate("micro-calibration", plan_design.collective, message_bytes,
                                    rough, ivs)
-        plan = runplan.build_plan(plan_design.collective, sched, message_bytes, 1, self.ranks)
-        plan["collective"] = "custom"
-        plan["dark_s"] = dark_s
+        plan = runplan.build_plan(plan_design.collective, sched, message_bytes, 1, self.ranks,
+                                  dark_s=dark_s)
         self.say(f"calibrating on {n} GPUs from micro-benchmarks: {plan_design.steps} steps")
         out = self.run_plan(plan, tag=f"c{self.count + 1}-micro-calibration")
         self.calibration_run = out

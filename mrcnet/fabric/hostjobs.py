@@ -5,12 +5,13 @@ The orchestrator starts every agent with this one app; it watches ``JOBS_DIR`` f
 device context, so workloads can be started on a running fabric (``mrcnet run``, the CLI's
 ``run``). Roles:
 
-- ``sink``: registers ``size`` bytes, posts one receive, publishes its QP out of band
-  (``OOB/<name>.json``), waits for the writer's final WriteImm, then reports the SHA-256 of
-  its buffer (the orchestrator compares it with an independent hash of the pattern). With
-  ``throttle`` it also runs a CPU-hogging consumer for a while (host-side congestion).
-- ``writer``: writes ``pattern(size, seed)`` into the sink's buffer in ``chunk``-byte WRs,
-  ``depth`` outstanding, the last one a WriteImm.
+- ``sink``: registers ``size`` bytes, posts one receive, connects out of band
+  (``OOB/<name>.json``, then ``OOB/<name>-ready.json`` once connected), waits for the
+  writer's final WriteImm, then reports the SHA-256 of its buffer (the orchestrator compares
+  it with an independent hash of the pattern). With ``throttle`` it also runs a CPU-hogging
+  consumer for a while (host-side congestion).
+- ``writer``: once its sink is ready, writes ``pattern(size, seed)`` into the sink's buffer
+  in ``chunk``-byte WRs, ``depth`` outstanding, the last one a WriteImm.
 - with ``"wimm": true`` every WR of the writer is a WriteImm (immediate = its index + 1, the
   last one DONE_IMM) and the sink pre-posts one receive per WR and checks that their
   completions come in send order with those immediates; ``max_wimm`` (QP attribute, both
@@ -18,10 +19,13 @@ device context, so workloads can be started on a running fabric (``mrcnet run``,
 - ``host_stats``: the agent's ``HostCore.host_stats()`` (the host's mechanism counters) and
   ``open_qps``, the numbers of the QPs the agent holds.
 
+Writer, sink, connection and verification are hosts/bulk's, as for the agent's apps and the
+mechanism lab.
+
 A writer and a sink release their QP, CQ and memory region once their result is written: a
 QP left behind costs the agent's loop on every iteration (``HostCore.get_timer`` visits every
 QP), so a fabric running round after round got slower with each round. The writer releases at
-once and leaves ``OOB/<name>-done.json`` (hosts/apps.py ``publish_done``); the sink keeps its
+once and leaves ``OOB/<name>-done.json`` (hosts/bulk ``publish_done``); the sink keeps its
 QP until that file appears (bounded by the job's timeout), so it can still acknowledge a
 retransmission whose first ACK was lost.
 
@@ -38,9 +42,7 @@ Waiting for the peer's out-of-band file is a wall-clock guard.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import threading
 import time
 import traceback
@@ -49,42 +51,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hosts.api import (
-    Access,
-    Context,
-    QpAttr,
-    QpInitAttr,
-    QpType,
-    RecvWR,
-    RemoteQp,
-    RetryAttr,
-    SendWR,
-    WcStatus,
-    WrOpcode,
-    connect_qp,
-    init_qp,
-)
-from hosts.apps import await_done, pattern, publish_done
+from hosts import bulk
+from hosts.api import Context, QpAttr, QpType, RetryAttr
 
-DONE_IMM = 0xF00D
 POLL_S = 0.02
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Atomic write (readers never see a partial file)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
-def _await_file(path: Path, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            data: dict[str, Any] = json.loads(path.read_text())
-            return data
-        time.sleep(POLL_S)
-    raise TimeoutError(f"{path} did not appear within {timeout:.0f} s")
 
 
 def qp_attr(job: dict[str, Any]) -> QpAttr:
@@ -124,46 +94,29 @@ def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class WritePlan:
-    """A writer's work requests: ``chunk``-byte Writes of ``size`` bytes, at most ``depth``
-    outstanding, the last one (with ``wimm``: every one) a WriteImm whose immediate is its
-    index + 1, DONE_IMM for the last; the sink posts one receive per WriteImm."""
+class Transfer:
+    """A job's transfer: ``size`` bytes in ``chunk``-byte Writes (default 256 KiB), ``depth``
+    outstanding (default 8), the last one (with ``wimm``: every one) a WriteImm."""
 
     size: int
-    chunk: int = 256 << 10
-    depth: int = 8
-    wimm: bool = False
+    chunk: int
+    depth: int
+    imm: bulk.Immediates
 
     @classmethod
-    def of(cls, job: dict[str, Any]) -> WritePlan:
+    def of(cls, job: dict[str, Any]) -> Transfer:
         return cls(int(job["size"]), int(job.get("chunk", 256 << 10)),
-                   int(job.get("depth", 8)), bool(job.get("wimm", False)))
+                   int(job.get("depth", 8)),
+                   bulk.Immediates(every=bool(job.get("wimm", False)), last=bulk.DONE_IMM))
 
     @property
     def count(self) -> int:
-        return len(range(0, self.size, self.chunk))
+        return bulk.wr_count(self.size, self.chunk)
 
     @property
-    def receives(self) -> int:
-        return self.count if self.wimm else 1
-
-    def length(self, index: int) -> int:
-        return min(self.chunk, self.size - index * self.chunk)
-
-    def wr(self, index: int, local_addr: int, lkey: int, remote_addr: int, rkey: int) -> SendWR:
-        """Work request ``index`` from the MR at ``local_addr`` to the sink's ``remote_addr``."""
-        off = index * self.chunk
-        last = index == self.count - 1
-        return SendWR(wr_id=index,
-                      opcode=WrOpcode.WRITE_WITH_IMM if last or self.wimm else WrOpcode.WRITE,
-                      local_addr=local_addr + off, length=self.length(index), lkey=lkey,
-                      remote_addr=remote_addr + off, rkey=rkey,
-                      imm=DONE_IMM if last else index + 1)
-
-    def expected_receives(self) -> list[tuple[int, int]]:
-        """(wr_id, immediate) of the sink's receive completions, in order."""
-        n = self.receives
-        return [(i + 1, i + 1 if i < n - 1 else DONE_IMM) for i in range(n)]
+    def expected(self) -> list[int]:
+        """The immediates the sink receives, in order (one receive posted for each)."""
+        return self.imm.expected(self.count)
 
 
 def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
@@ -237,129 +190,64 @@ def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    oob.mkdir(parents=True, exist_ok=True)
-    buf = pattern(size, int(job["seed"])) if writer else bytearray(size)
+    plan = Transfer.of(job)
+    buf = bulk.pattern(size, int(job["seed"])) if writer else bytearray(size)
     cc_profile = int(job.get("cc_profile", 0))
     if cc_profile:
         _await_cc_profile(ctx, cc_profile, timeout)
-    cq = ctx.create_cq(int(job.get("cqe", 4096)))
-    qp = ctx.create_qp(QpInitAttr(send_cq=cq, recv_cq=cq, qp_type=QpType(str(job["qp_type"]))))
-    mr = ctx.reg_mr(buf, Access.LOCAL_WRITE | Access.REMOTE_WRITE)
+    ep = bulk.Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=qp_attr(job),
+                       cqe=int(job.get("cqe", 4096)),
+                       receives=0 if writer else len(plan.expected))
     try:
-        out = _transfer(ctx, job, qp, cq, mr, buf)
+        out = _transfer(ctx, job, ep, plan)
     except BaseException:
         if writer:
-            publish_done(oob, str(job["name"]))
-        _release(qp, cq, mr)
+            bulk.publish_done(oob, str(job["name"]))
+        ep.release()
         raise
     if writer:
         def release() -> None:
-            publish_done(oob, str(job["name"]))
-            _release(qp, cq, mr)
+            bulk.publish_done(oob, str(job["name"]))
+            ep.release()
     else:
         def release() -> None:  # a lost final ACK: the writer retransmits until answered
-            await_done(oob, str(job["peer"]), timeout)
-            _release(qp, cq, mr)
+            bulk.await_done(oob, str(job["peer"]), timeout)
+            ep.release()
     return out, release
 
 
-def _release(qp: Any, cq: Any, mr: Any) -> None:
-    qp.destroy()
-    cq.destroy()
-    mr.dereg()
-
-
-def _transfer(ctx: Context, job: dict[str, Any], qp: Any, cq: Any, mr: Any,
-              buf: bytearray) -> dict[str, Any]:
+def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, plan: Transfer
+              ) -> dict[str, Any]:
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
-    oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    attr = qp_attr(job)
-    plan = WritePlan.of(job)
-    init_qp(qp, attr)
-    if not writer:
-        qp.post_recv([RecvWR(wr_id=i + 1) for i in range(plan.receives)])
-    gids = [ctx.query_port(i).gid.hex() for i in range(ctx.query_device().phys_port_cnt)]
-    oob.mkdir(parents=True, exist_ok=True)
-    write_json(oob / f"{job['name']}.json", {"qpn": qp.qpn, "gids": gids, "addr": mr.addr,
-                                              "rkey": mr.rkey, "length": mr.length})
-    peer = _await_file(oob / f"{job['peer']}.json", timeout)
-    connect_qp(qp, RemoteQp(int(peer["qpn"]), tuple(bytes.fromhex(g) for g in peer["gids"])),
-               attr)
+    info = bulk.connect_by_files(ep, Path(str(job["oob_dir"])), str(job["name"]),
+                                 str(job["peer"]), sink=not writer, attr=qp_attr(job),
+                                 timeout=timeout, need=size if writer else 0)
     agent = ctx.agent
-    clock = agent.clock
-    unix = agent.run_clock.unix
     timing_start = agent.timing()
-    start = clock()
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         try:
-            out = _sink(ctx, qp.qpn, cq, buf, plan, start, timeout)
+            got = bulk.await_writeimms(ep.cq, plan.expected, clock=agent.clock,
+                                       timeout=timeout)
         finally:
             if hog is not None:
                 hog.stop()
-        out["timing"] = {"start": timing_start, "end": agent.timing()}
-        return out
-    total = plan.count
-    posted = done = acked = 0
-    errors: list[str] = []
-    progress: list[tuple[float, int]] = [(round(unix(start), 6), 0)]  # (unix time, bytes acked)
-    deadline = start + timeout
-    while done < total and clock() < deadline and not errors:
-        while posted < total and posted - done < plan.depth:
-            qp.post_send(plan.wr(posted, mr.addr, mr.lkey, int(peer["addr"]),
-                                 int(peer["rkey"])))
-            posted += 1
-        for wc in cq.wait(1, max(0.0, min(1.0, deadline - clock()))) + cq.poll(plan.depth):
-            done += 1
-            if wc.status != WcStatus.SUCCESS:
-                errors.append(f"wr {wc.wr_id}: {wc.status.value}")
-            else:
-                acked += plan.length(wc.wr_id)
-                progress.append((round(unix(), 6), acked))
-    elapsed = clock() - start
-    ok = done == total and not errors
-    if done < total and not errors:
-        errors.append(f"timed out after {timeout:.0f} s with {done}/{total} WRs done")
-    return {"bytes": size if ok else 0, "seconds": elapsed, "errors": errors,
-            "completed_wrs": done, "progress": progress,
+        return {"bytes": size if got.ok else 0, "seconds": got.seconds,
+                "imm_completions": len(got.completions),
+                "sha256": bulk.digest(ep.buf) if got.ok else "", "errors": got.errors,
+                "timing": {"start": timing_start, "end": agent.timing()},
+                **_qp_report(ctx, ep.qp.qpn)}
+    out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size, chunk=plan.chunk,
+                            depth=plan.depth, imm=plan.imm, clock=agent.clock,
+                            timeout=timeout)
+    unix = agent.run_clock.unix
+    return {"bytes": size if out.ok else 0, "seconds": out.seconds, "errors": out.errors,
+            "completed_wrs": len(out.completions),
+            "progress": [(round(unix(t), 6), acked) for t, acked in out.progress],
             "timing": {"start": timing_start, "end": agent.timing()},
-            **_qp_report(ctx, qp.qpn)}
-
-
-def sink_errors(plan: WritePlan, got: list[tuple[int, int | None]], first_error: object = None
-                ) -> list[str]:
-    """What is wrong with a sink's receive completions ``got`` ((wr_id, immediate), in
-    order; ``first_error``: the first failed one): none when they are the plan's."""
-    receives = plan.receives
-    if got == plan.expected_receives():
-        return []
-    return [f"WriteImm completions: {len(got)}/{receives}"
-            + (f", first error {first_error!r}" if first_error is not None
-               else ", out of send order" if len(got) == receives else "")]
-
-
-def _sink(ctx: Context, qpn: int, cq: Any, buf: bytearray, plan: WritePlan, start: float,
-          timeout: float) -> dict[str, Any]:
-    """Wait for the WriteImm completions (one, or one per WR), in order, then hash (times on
-    the agent's run clock)."""
-    clock = ctx.agent.clock
-    deadline = start + timeout
-    receives = plan.receives
-    wcs: list[Any] = []
-    while len(wcs) < receives and clock() < deadline:
-        got = cq.wait(1, max(0.0, min(1.0, deadline - clock())))
-        wcs += got + cq.poll(receives)
-        if any(wc.status != WcStatus.SUCCESS for wc in wcs):
-            break
-    elapsed = clock() - start
-    bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
-    errors = sink_errors(plan, [(wc.wr_id, wc.imm) for wc in wcs], bad[0] if bad else None)
-    ok = not errors
-    return {"bytes": len(buf) if ok else 0, "seconds": elapsed, "imm_completions": len(wcs),
-            "sha256": hashlib.sha256(buf).hexdigest() if ok else "", "errors": errors,
-            **_qp_report(ctx, qpn)}
+            **_qp_report(ctx, ep.qp.qpn)}
 
 
 def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
@@ -370,7 +258,7 @@ def _run_and_report(ctx: Context, job: dict[str, Any], result: Path) -> None:
         out = {"bytes": 0, "errors": [f"{type(exc).__name__}: {exc}"],
                "trace": traceback.format_exc()}
     out["id"] = job.get("id")
-    write_json(result, out)
+    bulk.write_json(result, out)
     try:
         release()
     except Exception:  # the result is written; a failed release is the agent log's business

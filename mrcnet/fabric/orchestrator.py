@@ -65,7 +65,7 @@ from mrcnet.fabric.captures import Captures
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor, controller_timings
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
-from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan
+from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan, receive_ring_bytes
 from mrcnet.fabric.runparams import (
     CC_CHOICES,
     ack_timeout_exponent,
@@ -116,9 +116,29 @@ class RunOptions:
     # Lag (virtual seconds) up to which a process counts as on time; None: the time one
     # MTU-sized frame takes on the fastest link (see lag_tolerance()).
     lag_tolerance: float | None = None
+    # Wake-up coalescing slack of switches and agents (virtual seconds, common/coalesce.py):
+    # 0 (off) by default: measured on clos-2p at TDF 200 it saved a quarter of the wake-ups
+    # but no CPU, and doubled the time processes spent behind schedule (docs/switch.md);
+    # None: half the lag tolerance.
+    coalesce: float | None = 0.0
     rx_ring: int | None = None  # receive ring slots per switch port (None: the kind's default)
     # Transport-core knobs for the agents (mrcnet/fabric/runparams.py says why these).
     core_tuning: dict[str, float | int | None] = field(default_factory=core_tuning)
+
+
+RING_MEMORY_SHARE = 0.5  # of the memory available, at most this much for receive rings
+
+
+def mem_available() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def lag_tolerance(topo: Topology) -> float:
@@ -140,6 +160,7 @@ class Fabric:
         self.clock = RunClock(opts.tdf, time.monotonic())  # ClockError on a bad factor
         self.fidelity: FidelityMonitor | None = None
         self.lag_tolerance = 0.0  # set at start (RunOptions.lag_tolerance or the topology's)
+        self.coalesce = 0.0  # wake-up coalescing slack of switches and agents (set at start)
         self.proc_args: list[str] = []  # clock and lag flags of every switch and agent
         self.topo: Topology | None = None
         self.plan: FabricPlan | None = None
@@ -213,8 +234,27 @@ class Fabric:
             self.say(f"time dilation: TDF {self.clock.tdf:g} (a virtual second lasts "
                      f"{self.clock.tdf:g} wall seconds; times and rates below are virtual)")
         self.lag_tolerance = opts.lag_tolerance or lag_tolerance(topo)
-        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance)]
-        ring = [] if opts.rx_ring is None else ["--rx-ring", str(opts.rx_ring)]
+        self.coalesce = (self.lag_tolerance / 2 if opts.coalesce is None else opts.coalesce)
+        self.proc_args = [*self.clock.args(), "--lag-tolerance", repr(self.lag_tolerance),
+                          "--coalesce", repr(self.coalesce)]
+        # receive rings: sized per port by the switch from its link and the TDF, for frames
+        # of the fabric's MTU (common/pktring.py frames_for), unless a size is asked for
+        ring = ["--mtu", str(topo.fabric.mtu)]
+        if opts.rx_ring is not None:
+            ring += ["--rx-ring", str(opts.rx_ring)]
+        if kind.takes_run_flags:
+            rings = receive_ring_bytes(topo, opts.tdf, opts.rx_ring)
+            available = mem_available()
+            if available is not None and rings > RING_MEMORY_SHARE * available:
+                raise FabricError(
+                    f"the switches' receive rings need {rings / 2**30:.2f} GiB of kernel memory "
+                    f"({sum(len(s.ifnames) for s in plan.switches)} ports at TDF "
+                    f"{opts.tdf:g}), more than {RING_MEMORY_SHARE:.0%} of the "
+                    f"{available / 2**30:.2f} GiB available: a larger --tdf sizes them smaller "
+                    "(common/pktring.py frames_for), or --rx-ring N gives every port N slots "
+                    "of 16 KiB (0: no ring)")
+            self.say(f"receive rings: {rings / 2**20:.0f} MiB of kernel memory over the "
+                     "switches' ports")
         self.mn = MininetFabric(plan, self.run_dir, opts.switch, [*self.proc_args, *ring])
         self.mn.build()
         self.mn.start_switches()
@@ -457,7 +497,7 @@ class Fabric:
                 for host, res in self._host_stats_jobs(timeout).items()}
 
     def _host_stats_jobs(self, timeout: float) -> dict[str, dict[str, Any]]:
-        from mrcnet.fabric.hostjobs import write_json
+        from hosts.bulk import write_json
 
         if self.plan is None or not self.agents:
             return {}

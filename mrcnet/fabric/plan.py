@@ -19,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from common.netns import IFNAMSIZ
+from common.pktring import frames_for, ring_bytes
 from topologies.addressing import host_gid, mac, usid_of
 from topologies.evlayout import srv6_template
 from topologies.model import LinkParams, NodeKind, PathMode, Topology
@@ -130,6 +131,19 @@ def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
                         "block": hex(t.block), "slots": slots}
         hosts.append(HostPlan(h.name, tuple(hports), templates))
     return FabricPlan(topo, mode, prefix, tuple(switches), tuple(hosts))
+
+
+def receive_ring_bytes(topo: Topology, tdf: float, asked: int | None = None) -> int:
+    """Kernel memory the receive rings of an embedded-switch run of ``topo`` pin: one ring
+    per switch port, ``asked`` slots each, or (None) sized as the switch sizes it from the
+    port's link rate and ``tdf`` (switch/main.py ``ring_slots``)."""
+    total = 0
+    for sw in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS):
+        for link in topo.ports(sw.name).values():
+            frames = (asked if asked is not None
+                      else frames_for(link.params.rate_bps, tdf, topo.fabric.mtu))
+            total += ring_bytes(frames)
+    return total
 
 
 def derive_topology(source: Path, out: Path, rate: str | None, delay: str | None = None

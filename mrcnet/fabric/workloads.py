@@ -20,7 +20,6 @@ and agent kept up during the workload (mrcnet/fabric/fidelity.py).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import random
@@ -31,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from common.vclock import RunClock
-from hosts.apps import pattern
+from hosts.bulk import pattern_digest, write_json
 from hosts.transport.counters import RTX_COUNTERS, add_counts
 from mrcnet.fabric.fidelity import FidelityMonitor, Mark, agent_windows, assess
-from mrcnet.fabric.hostjobs import write_json
 from topologies.model import Topology
 
 WORKLOADS = ("all-to-all", "permutation", "shift:K", "pair:SRC:DST", "incast:DST")
@@ -122,7 +120,7 @@ class Flow:
         if not self.sink.get("sha256"):
             return False
         if not self.want_sha256:
-            self.want_sha256 = hashlib.sha256(pattern(self.size, self.seed)).hexdigest()
+            self.want_sha256 = pattern_digest(self.size, self.seed)
         return bool(self.sink["sha256"] == self.want_sha256)
 
     @property

@@ -22,6 +22,7 @@ from typing import Any
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
 from testbed.bench import verdicts
+from testbed.bench.proccost import path_processes
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -48,16 +49,8 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime
 
 
-def _processes(fab: Any, src: str, dst: str) -> dict[str, int]:
-    procs = {f"agent {src}": fab.agents[src].pid, f"agent {dst}": fab.agents[dst].pid}
-    for name, sw in sorted(fab.mn.switches.items()):
-        if sw.pid is not None:
-            procs[f"switch {name}"] = sw.pid
-    return procs
-
-
 def measure(fab: Any, src: str, dst: str, size: int, cc_profile: int) -> dict[str, Any]:
-    procs = _processes(fab, src, dst)
+    procs = path_processes(fab, src, dst)
     before = {k: cpu_seconds(pid) for k, pid in procs.items()}
     wl = fab.runner.submit(f"pair:{src}:{dst}", size, "MRC", timeout=600,
                            cc_profile=cc_profile)

@@ -115,7 +115,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> Path:
 
 def _row(outcome: Any, coll: Any, size: int, degree: int, alphas: list[float]) -> dict[str, Any]:
     return {"collective": coll.name, "phase": coll.phase, "degree": degree, "size_bytes": size,
-            "schedule": outcome.plan["schedule"], "alpha_r_values": alphas,
+            "schedule": outcome.plan.schedule, "alpha_r_values": alphas,
             "reconfigurations": outcome.reconfigurations, "model_s": outcome.model_s,
             "measured_s": outcome.measured_s,
             "error": abs(outcome.measured_s / outcome.model_s - 1) if outcome.model_s > 0

@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             for dark_s in sweep:
                 runs = run_schedules(coll, degree, dark_s, ["static", "every-step", "harvest"])
                 points.append({"dark_s": dark_s, "alpha_r_s": dark_s + overhead,
-                               "schedules": {r.plan["schedule"]: {
+                               "schedules": {r.plan.schedule: {
                                    "measured_s": r.measured_s, "model_s": r.model_s,
                                    "reconfigurations": r.reconfigurations,
                                    "verified": r.verified} for r in runs}})

@@ -33,7 +33,6 @@ data packet: unlike goodput it barely depends on the load of the machine.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics
@@ -71,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _one_transfer_goodput(size: int, qp_type: str, link: str | None, args: argparse.Namespace,
              seed: int) -> dict[str, Any]:
     from common.netns import NetKit
-    from hosts.apps import pattern
+    from hosts.bulk import pattern_digest
     from testbed.host_lab import run_transfer, switch_star
 
     prefix = f"b{os.getpid() % 100000:05d}"[:6]
@@ -90,7 +89,7 @@ def _one_transfer_goodput(size: int, qp_type: str, link: str | None, args: argpa
         stats = sw.port_stats()
     if res.writer.get("errors") or not res.writer.get("bytes"):
         raise RuntimeError(f"transfer failed: {res.writer}")
-    if res.sink.get("sha256") != hashlib.sha256(pattern(size, seed)).hexdigest():
+    if res.sink.get("sha256") != pattern_digest(size, seed):
         raise RuntimeError("sink data does not match what was written")
     data_packets = -(-size // args.mtu)
     return {

@@ -91,7 +91,7 @@ def test_allreduce_on_real_circuits(domain: tuple[Fabric, CollectiveDriver], alg
     assert out.errors == [] and out.dark_drops is not None
     if sched.reconfigurations == 0:
         assert out.dark_drops == 0
-    hops = max(int(st["hops"]) for st in plan["steps"])
+    hops = max(st.hops for st in plan.steps)
     forwarded = sum(g["router"]["forwarded"] for g in out.gpus)
     if hops > 1:
         assert forwarded > 0  # multi-hop routes really crossed intermediate GPUs

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hosts.apps import pattern
+from hosts.bulk import pattern
 from mrcnet.fabric.orchestrator import Fabric, FabricError, RunOptions
 from mrcnet.fabric.scenario import run_scenario
 

@@ -1,4 +1,4 @@
-"""`mrcnet up` options that reach the fabric: the switches' receive ring."""
+"""`mrcnet up` options that reach the fabric: the switches' receive ring, the coalescing."""
 
 from __future__ import annotations
 
@@ -19,3 +19,12 @@ def test_rx_ring_reaches_the_run_options_and_is_bounded() -> None:
     for bad in ("-1", str((1 << 20) + 1)):
         with pytest.raises(ValueError, match="--rx-ring"):
             options(_args("--rx-ring", bad))
+
+
+def test_coalesce_reaches_the_run_options_and_is_bounded() -> None:
+    assert options(_args()).coalesce == 0.0  # off
+    assert options(_args("--coalesce", "0")).coalesce == 0.0
+    assert options(_args("--coalesce", "2e-6")).coalesce == 2e-6
+    for bad in ("-1e-6", "1.5"):
+        with pytest.raises(ValueError, match="--coalesce"):
+            options(_args(f"--coalesce={bad}"))

@@ -9,17 +9,19 @@ all inputs recomputed here.
 
 from __future__ import annotations
 
+import json
 import random
 import select
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
+from common.collective_plan import Circuit, RunPlan
 from common.collectives import build
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer
@@ -28,7 +30,6 @@ from hosts.agent.agent import Agent
 from hosts.agent.config import parse_config
 from hosts.agent.nic import NicPort
 from hosts.api import QpAttr, RetryAttr, open_device
-from hosts.collective.plan import CollectivePlan, PlanError, parse_plan
 from hosts.collective.runner import CollectiveRunner, expected_sum, make_input
 
 N = 8
@@ -51,8 +52,8 @@ class FakeOcs:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def connect(self, circuits: list[list[int]]) -> None:
-        self.xc = {(u, pu): (v, pv) for u, pu, v, pv in circuits}
+    def connect(self, circuits: Sequence[Circuit]) -> None:
+        self.xc = {(c.src, c.src_port): (c.dst, c.dst_port) for c in circuits}
 
     def _run(self) -> None:
         socks = list(self.ends.values())
@@ -84,7 +85,7 @@ class StepGate:
     """The barrier: every rank arrives, the last one applies the step's circuits (when the
     interval changes) and releases the others."""
 
-    def __init__(self, plan: dict[str, Any], ocs: FakeOcs) -> None:
+    def __init__(self, plan: RunPlan, ocs: FakeOcs) -> None:
         self.plan = plan
         self.ocs = ocs
         self.cond = threading.Condition()
@@ -98,12 +99,12 @@ class StepGate:
         with self.cond:
             self.arrived[step] = self.arrived.get(step, 0) + 1
             if self.arrived[step] == N:
-                if step <= len(self.plan["steps"]):
-                    interval = self.plan["steps"][step - 1]["interval"]
+                if step <= len(self.plan.steps):
+                    interval = self.plan.steps[step - 1].interval
                     if interval != self.interval:
                         if self.interval >= 0:
                             self.reconfigurations += 1
-                        self.ocs.connect(self.plan["intervals"][interval]["circuits"])
+                        self.ocs.connect(self.plan.intervals[interval].circuits)
                         self.interval = interval
                     self.circuits_seen[step] = dict(self.ocs.xc)
                 self.released[step] = time.monotonic()
@@ -143,7 +144,7 @@ def gid(rank: int, port: int) -> str:
 
 
 def make_plan(name: str, degree: int, kind: str, size: int, phase: str = "allreduce",
-              alpha_r: float = 1e-3) -> dict[str, Any]:
+              alpha_r: float = 1e-3) -> RunPlan:
     coll = build(name, N, phase)
     syn = Synthesizer(coll, size, Params(degree, 1e8, 1e-4, 1e-5, alpha_r))
     sched = schedules.builtin(kind, syn)
@@ -194,10 +195,10 @@ def domain(request: pytest.FixtureRequest) -> Iterator[tuple[list[Agent], FakeOc
             assert agent.loop_error is None
 
 
-def run_collective(agents: list[Agent], ocs: FakeOcs, plan_json: dict[str, Any],
+def run_collective(agents: list[Agent], ocs: FakeOcs, written: RunPlan,
                    seed: int = 7) -> tuple[list[CollectiveRunner], StepGate]:
-    plan = parse_plan(plan_json)
-    gate = StepGate(plan_json, ocs)
+    plan = RunPlan.from_json(json.loads(json.dumps(written.to_json())))  # as a GPU reads it
+    gate = StepGate(plan, ocs)
     board = Board()
     runners = []
     errors: list[BaseException] = []
@@ -229,17 +230,17 @@ def run_collective(agents: list[Agent], ocs: FakeOcs, plan_json: dict[str, Any],
 def test_rd_allreduce_degree_one(domain: tuple[list[Agent], FakeOcs], kind: str) -> None:
     agents, ocs = domain
     size = 64 << 10
-    plan_json = make_plan("rd", 1, kind, size)
-    runners, gate = run_collective(agents, ocs, plan_json)
+    plan = make_plan("rd", 1, kind, size)
+    runners, gate = run_collective(agents, ocs, plan)
     want = expected_sum(7, N, "int32", size // 4)
     for rn in runners:
         assert np.array_equal(rn.data, want), f"rank {rn.rank}"
         assert rn.verify()
-    assert gate.reconfigurations == plan_json["model"]["reconfigurations"]
+    assert gate.reconfigurations == plan.model.reconfigurations
     # every step ran on the plan's circuits
     for step, xc in gate.circuits_seen.items():
-        iv = plan_json["intervals"][plan_json["steps"][step - 1]["interval"]]
-        assert xc == {(u, pu): (v, pv) for u, pu, v, pv in iv["circuits"]}
+        iv = plan.intervals[plan.steps[step - 1].interval]
+        assert xc == {(c.src, c.src_port): (c.dst, c.dst_port) for c in iv.circuits}
     forwarded = sum(a.router.counters.forwarded for a in agents if a.router)
     if kind == "static":  # offsets 2 and 4 cross intermediate GPUs on the ring
         assert forwarded > 0
@@ -251,8 +252,7 @@ def test_swing_allreduce_degree_two_static_splits_traffic(
         domain: tuple[list[Agent], FakeOcs]) -> None:
     agents, ocs = domain
     size = 64 << 10
-    plan_json = make_plan("swing", 2, "static", size)
-    runners, _gate = run_collective(agents, ocs, plan_json)
+    runners, _gate = run_collective(agents, ocs, make_plan("swing", 2, "static", size))
     want = expected_sum(7, N, "int32", size // 4)
     for rn in runners:
         assert np.array_equal(rn.data, want)
@@ -263,8 +263,7 @@ def test_swing_allreduce_degree_two_static_splits_traffic(
 def test_ring_phases(domain: tuple[list[Agent], FakeOcs], phase: str) -> None:
     agents, ocs = domain
     size = 32 << 10
-    plan_json = make_plan("ring", 1, "static", size, phase)
-    runners, _ = run_collective(agents, ocs, plan_json)
+    runners, _ = run_collective(agents, ocs, make_plan("ring", 1, "static", size, phase))
     for rn in runners:
         assert rn.verify(), f"rank {rn.rank}: max error {rn.result.max_abs_error}"
 
@@ -283,18 +282,6 @@ def test_multi_hop_collective_recovers_lost_frames(domain: tuple[list[Agent], Fa
     rtx = sum(int(agent.call(agent.core.qp_stats, qp.qpn).get("tx_rtx", 0))  # type: ignore[attr-defined]
               for agent, rn in zip(agents, runners) for qp in rn.qps.values())
     assert rtx > 0
-
-
-def test_plan_errors() -> None:
-    plan_json = make_plan("rd", 1, "static", 4096)
-    with pytest.raises(PlanError, match="steps"):
-        parse_plan({**plan_json, "steps": plan_json["steps"][:-1]})
-    with pytest.raises(PlanError, match="multiple"):
-        parse_plan({**plan_json, "size_bytes": 100})
-    with pytest.raises(PlanError, match="version"):
-        parse_plan({**plan_json, "version": 9})
-    plan: CollectivePlan = parse_plan(plan_json)
-    assert plan.interval_changes() == []
 
 
 @pytest.mark.parametrize("domain", [1], indirect=True)

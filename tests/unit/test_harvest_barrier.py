@@ -42,18 +42,21 @@ def test_a_transfer_with_a_path_that_survives_is_not_waited_for() -> None:
     plan = op.overlap_plan(SIZE, RANKS, alpha_r=0.05, barrier="early")
     changed = runplan.changing_circuits(plan, 0, 1)
     assert {g for g, _p in changed} == {1, 3} and len(changed) == 2
-    route = plan["steps"][0]["routes"]["0>2"]
-    crossing = [any((g, p) in changed for g, p in path) for path in route["paths"]]
+    route = plan.steps[0].routes[(0, 2)]
+    crossing = [any(hop in changed for hop in path) for path in route.paths]
     assert sorted(crossing) == [False, True]  # the direct circuit, and the path through g1
-    assert {int(b) for b in route["buckets"]} == {0, 1}  # both carry traffic
-    step2 = plan["steps"][1]
-    assert step2["reconfigure_after"] == []
-    t1 = plan["steps"][0]["model_s"]
+    assert set(route.buckets) == {0, 1}  # both carry traffic
+    step2 = plan.steps[1]
+    assert step2.reconfigure_after == ()
+    t1 = plan.steps[0].model_s
     assert t1 > 0.05
-    assert step2["hidden_reconfiguration_s"] == pytest.approx(0.05)  # all of alpha_r
+    assert step2.hidden_reconfiguration_s == pytest.approx(0.05)  # all of alpha_r
     plain = op.overlap_plan(SIZE, RANKS, alpha_r=0.05, barrier="all")
-    assert plain["model"]["model_s"] - plan["model"]["model_s"] == pytest.approx(0.05)
-    assert "reconfigure_after" not in plain["steps"][1] and plain["barrier"] == "all"
+    assert plain.model.model_s - plan.model.model_s == pytest.approx(0.05)
+    assert plain.steps[1].reconfigure_after is None and plain.barrier == "all"
+    # a barrier applied again, or taken back, gives the same plan
+    assert runplan.with_barrier(plan, "early") == plan
+    assert runplan.with_barrier(plan, "all") == plain
 
 
 def test_direct_topologies_wait_for_every_gpu_and_hide_nothing() -> None:
@@ -63,12 +66,12 @@ def test_direct_topologies_wait_for_every_gpu_and_hide_nothing() -> None:
     p = Params(1, 1e8, 1e-4, 1e-5, 1e-3)
     sched = schedules.builtin("every-step", Synthesizer(coll, SIZE, p))
     plan = runplan.with_barrier(runplan.build_plan(coll, sched, SIZE, 1, RANKS), "early")
-    reconfiguring = [st for st in plan["steps"][1:] if "reconfigure_after" in st]
+    reconfiguring = [st for st in plan.steps[1:] if st.reconfigure_after is not None]
     assert len(reconfiguring) == sched.reconfigurations > 0
     for st in reconfiguring:
-        assert st["reconfigure_after"] == list(range(8))
-        assert st["hidden_reconfiguration_s"] == 0.0
-    assert plan["model"]["model_s"] == pytest.approx(sched.model_s)
+        assert st.reconfigure_after == tuple(range(8))
+        assert st.hidden_reconfiguration_s == 0.0
+    assert plan.model.model_s == pytest.approx(sched.model_s)
 
 
 def test_an_unknown_barrier_is_refused() -> None:

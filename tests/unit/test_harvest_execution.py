@@ -13,13 +13,14 @@ import struct
 
 import pytest
 
+from common.collective_plan import RunPlan
 from common.collectives import build
 from controller.harvest import runplan, schedules
 from controller.harvest.engine import Synthesizer, synthesize
 from controller.harvest.model import CircuitTopology, HarvestError, Params, demands_of
 from controller.harvest.routing import assign_ports, bucket_theta, step_routes
 from hosts.agent.router import DROP, LOCAL, CircuitRouter, RouteError, next_ports_for
-from hosts.collective.plan import parse_plan
+from hosts.collective.routes import router_tables
 
 N = 8
 SIZE = 1 << 20
@@ -127,14 +128,14 @@ def test_plan_tables_deliver_every_pair(name: str, d: int, kind: str) -> None:
     coll = build(name, N)
     syn = Synthesizer(coll, SIZE, params(d))
     sched = schedules.builtin(kind, syn)
-    plan_json = runplan.build_plan(coll, sched, SIZE, d, [f"g{i}" for i in range(N)])
-    plan = parse_plan(json.loads(json.dumps(plan_json)))
-    tables = {r: plan.router_tables(r) for r in range(N)}
+    written = runplan.build_plan(coll, sched, SIZE, d, [f"g{i}" for i in range(N)])
+    plan = RunPlan.from_json(json.loads(json.dumps(written.to_json())))
+    tables = {r: router_tables(plan, r) for r in range(N)}
     for st in plan.steps:
-        iv = plan_json["intervals"][st.interval]
-        peers = {(u, pu): v for u, pu, v, _pv in iv["circuits"]}
+        iv = written.intervals[st.interval]
+        peers = {(c.src, c.src_port): c.dst for c in iv.circuits}
         step_tables = {r: tables[r][st.step] for r in range(N)}
-        hops = plan_json["steps"][st.step - 1]["hops"]
+        hops = written.steps[st.step - 1].hops
         for s, t in coll.steps[st.step - 1].pairs:
             for b in range(plan.buckets):
                 path = walk(step_tables, peers, s, t, b)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -48,7 +48,8 @@ class TestPipeline(Pipeline):
 
 
 class Rig:
-    def __init__(self, egress2: LinkConfig) -> None:
+    def __init__(self, egress2: LinkConfig, clock: Callable[[], float] | None = None,
+                 coalesce: float = 0.0) -> None:
         self.pipeline = TestPipeline()
         self.tm = TrafficManager(on_drop=self.pipeline.count_tm_drop)
         self.far: dict[int, socket.socket] = {}
@@ -69,7 +70,8 @@ class Rig:
             ports[n] = Port(n, f"nonexistent{n}", -n, near)
         self.tm.add_port(1)
         self.tm.add_port(2, egress=egress2)
-        self.dp = Dataplane(self.pipeline, self.tm, ports, watcher=None)
+        self.dp = Dataplane(self.pipeline, self.tm, ports, watcher=None, clock=clock,
+                            coalesce=coalesce)
         self.dp.carrier = {1: True, 2: True}
         self.thread = threading.Thread(target=self.dp.run, daemon=True)
         self.thread.start()
@@ -156,11 +158,11 @@ def test_poll_fallback_for_high_descriptors(monkeypatch: pytest.MonkeyPatch) -> 
     import switch.dataplane as dataplane
 
     monkeypatch.setattr(dataplane, "_FD_SETSIZE", 0)
-    used: list[int] = []
+    used: list[list[int]] = []
     real = dataplane._poll_wait
 
     def spy(fds: list[int]) -> object:
-        used.extend(fds)
+        used.append(list(fds))
         return real(fds)
 
     monkeypatch.setattr(dataplane, "_poll_wait", spy)
@@ -172,7 +174,9 @@ def test_poll_fallback_for_high_descriptors(monkeypatch: pytest.MonkeyPatch) -> 
         r.send(2, b"\x00x")
         assert r.recv(1, 1) == [b"\x00x"]
         assert r.dp.call(lambda: r.dp.misc["pipeline_errors"]) == 1
-        assert len(used) == 3  # two ports and the wake-up pipe went to poll()
+        # the data wait: two ports and the wake-up pipe went to poll(); the wait of a
+        # coalesced sleep (common/coalesce.py): the wake-up pipe alone
+        assert sorted(map(len, used)) == [1, 3] and used[1][0] in used[0]
     finally:
         r.close()
 
@@ -202,3 +206,40 @@ def test_refused_sends_are_counted_tx_errors(rig: Rig) -> None:
     rig.send(1, b"\x01" + bytes(9))
     wait_until(lambda: rig.dp.call(lambda: rig.dp.counters[2].tx_errors) == 3, 5, "3rd error")
     assert rig.dp.call(lambda: rig.dp.counters[2].tx_error_bytes) == 160
+
+
+def test_dense_frames_are_taken_in_coalesced_rounds_in_order() -> None:
+    """With a clock that stands still every round comes "at once" after the previous one, so
+    once two rounds found frames the loop moderates: it sleeps the slack with its data
+    sockets unwatched, then takes what arrived in one round. Every frame still goes out,
+    in order, and the lag meter counts the wake-ups and the moderated rounds."""
+    r = Rig(LinkConfig(), clock=lambda: 0.0, coalesce=0.02)
+    try:
+        sent = []
+        for i in range(6):  # one at a time: each is a round of its own until moderated
+            frame = bytes([0, 0, i]) * 20
+            r.send(1, frame)
+            sent.append(frame)
+            assert r.recv(2, 1) == [frame]
+        burst = [bytes([0, 0, 100 + i]) * 20 for i in range(10)]
+        r.send(1, *burst)
+        assert r.recv(2, 10) == burst
+        snap = r.dp.lag.snapshot(0.0)
+        assert snap["slack_s"] == 0.02
+        assert snap["moderated"] >= 1
+        assert snap["wakeups"] >= snap["moderated"]
+        assert r.dp.counters[1].rx_packets == 16
+    finally:
+        r.close()
+
+
+def test_without_slack_the_loop_never_moderates() -> None:
+    r = Rig(LinkConfig(), clock=lambda: 0.0)
+    try:
+        for i in range(4):
+            frame = bytes([0, 0, i]) * 20
+            r.send(1, frame)
+            assert r.recv(2, 1) == [frame]
+        assert r.dp.lag.snapshot(0.0)["moderated"] == 0
+    finally:
+        r.close()

@@ -295,3 +295,36 @@ def test_queueing_delay_histogram_counts_each_packets_wait() -> None:
     sh.service(1.0, [])
     per_ms = round(1e-3 / WAIT_BUCKET_S)
     assert sh.stats.queues[0].wait_hist == {0: 1, per_ms: 1, 2 * per_ms: 1, per_ms // 2: 1}
+
+
+def test_only_busy_shapers_are_looked_at_and_the_deadline_is_the_earliest_of_all() -> None:
+    """``service``/``next_deadline`` visit the busy shapers only (a 16-port switch with traffic
+    on a few ports); the deadline equals the minimum over every shaper, computed
+    independently, and a shaper that went idle leaves the busy set."""
+    tm = TrafficManager(rng=random.Random(1))
+    for port in range(1, 17):
+        shaped = LinkConfig(rate_bps=10 * MBPS, delay_s=1e-4, qpkts=1000)
+        tm.add_port(port, egress=shaped, ingress=shaped if port <= 2 else None)
+    rng = random.Random(9)
+    now = 0.0
+    delivered = 0
+    for i in range(400):
+        now += rng.uniform(0, 2e-4)
+        tx: list[tuple[int, bytes]] = []
+        rx: list[tuple[int, bytes]] = []
+        tm.service(now, tx, rx)
+        delivered += len(tx) + len(rx)
+        if rng.random() < 0.5:
+            tm.enqueue(rng.choice((3, 7, 11)), rng.randrange(8), frame(i), now)
+        else:
+            tm.receive(rng.choice((1, 2)), frame(i), now)
+        every = [t for sh in (*tm.egress.values(), *tm.ingress.values())
+                 if (t := sh.next_deadline()) is not None]
+        assert tm.next_deadline() == min(every)
+        assert set(tm.busy_egress) <= {3, 7, 11} and set(tm.busy_ingress) <= {1, 2}
+    while (t := tm.next_deadline()) is not None:
+        tx, rx = [], []
+        tm.service(t, tx, rx)
+        delivered += len(tx) + len(rx)
+    assert delivered == 400
+    assert tm.busy_egress == {} and tm.busy_ingress == {}
