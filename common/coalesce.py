@@ -28,7 +28,6 @@ two, and a loaded loop would pay an extra ``select`` per round).
 
 from __future__ import annotations
 
-
 MIN_WALL_SLACK = 50e-6
 """Wall seconds below which a coalescing sleep is not worth its system call."""
 
