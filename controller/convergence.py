@@ -13,7 +13,10 @@ source (the MRC endpoint steers away from failed EVs), so only hop-by-hop routes
 
 The data plane already drops on a down port at once (the ``port_down`` register); what this
 module adds is the network-wide repair a real control plane performs later. ``delay`` and the
-recorded times are on the run's clock (common/vclock.py).
+recorded times are on the run's clock (common/vclock.py). The controller process waits with a
+timer thread; the simulator (mrcnet/sim) passes ``later``, ``stamp`` and ``say`` of its own
+clock and calls ``port_changed`` where its switches report a port, so the same computation and
+writes run on simulated time.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import queue
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +38,9 @@ log = logging.getLogger("controller.convergence")
 ROUTE_TABLE = "MrcIngress.ipv6_route"
 SELECTOR = "MrcIngress.ecmp_selector"
 FIRST_TEMP_ID = 900  # ids of groups/members created here (above the topology's own)
+
+Later = Callable[[float, Callable[[], object]], None]  # (delay in run seconds, what to call)
+Say = Callable[[str, float], None]  # (line, stamp)
 
 
 def _say(text: str, stamp: float) -> None:
@@ -65,9 +71,19 @@ class Convergence:
         clients: Mapping[str, Any],  # switch -> P4RuntimeClient (connected, primary)
         delay: float,
         clock: RunClock | None = None,
+        *,
+        later: Later | None = None,
+        stamp: Callable[[], float] | None = None,
+        say: Say = _say,
     ) -> None:
-        """``delay``: seconds of the run's ``clock`` (default: the wall clock, TDF 1)."""
+        """``delay``: seconds of the run's ``clock`` (default: the wall clock, TDF 1).
+        ``later(delay, fn)`` runs ``fn`` that many run seconds from now (default: a timer
+        thread), ``stamp()`` is the time recorded and printed (default: ``clock.unix``),
+        ``say(line, stamp)`` prints a line (default: stderr, the controller's log)."""
         self.clock = clock or RunClock(1.0)
+        self.later: Later = later or self._timer_thread
+        self.stamp = stamp or self.clock.unix
+        self.say = say
         self.topo = topo
         self.tables = dict(tables)
         self.clients = dict(clients)
@@ -115,17 +131,22 @@ class Convergence:
         with self._lock:
             if self._stop.is_set():
                 return
-            self.history.port_events.append((self.clock.unix(), switch, port, up))
+            self.history.port_events.append((self.stamp(), switch, port, up))
             if up:
                 self._port_down.discard((switch, port))
             else:
                 self._port_down.add((switch, port))
-            timer = threading.Timer(self.clock.to_wall(self.delay), self.reconcile)
-            timer.daemon = True
-            self._timers = [t for t in self._timers if t.is_alive()] + [timer]
-            timer.start()
-        _say(f"{switch} port {port} {'up' if up else 'down'}; routes recomputed in "
-             f"{self.delay:.3f} s", self.clock.unix())
+            self.later(self.delay, self.reconcile)
+        self.say(f"{switch} port {port} {'up' if up else 'down'}; routes recomputed in "
+                 f"{self.delay:.3f} s", self.stamp())
+
+    def _timer_thread(self, delay: float, fn: Callable[[], object]) -> None:
+        """The default ``later``: a daemon timer thread (``close`` cancels what is pending);
+        called with the lock held."""
+        timer = threading.Timer(self.clock.to_wall(delay), fn)
+        timer.daemon = True
+        self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
 
     # -- computation -------------------------------------------------------------------------
     def _link_up(self, switch: str, port: int) -> bool:
@@ -242,9 +263,9 @@ class Convergence:
                 except Exception as exc:  # a switch refusing must not stop the others
                     self.errors.append(f"{sw} {prefix}: {exc}")
                     log.warning("route update %s %s failed: %s", sw, prefix, exc)
-            self.history.reconciles.append((self.clock.unix(), writes))
-        _say(f"reconciled: {writes} route(s) rewritten, {len(self._installed)} withdrawn now",
-             self.clock.unix())
+            self.history.reconciles.append((self.stamp(), writes))
+        self.say(f"reconciled: {writes} route(s) rewritten, {len(self._installed)} withdrawn "
+                 "now", self.stamp())
         return writes
 
     @property

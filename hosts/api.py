@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum, IntFlag
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from hosts.agent.agent import Agent
 from hosts.transport import (
@@ -86,6 +86,7 @@ __all__ = [
     "QpAttr",
     "QpAttrMask",
     "QpError",
+    "QpHandle",
     "QpHint",
     "QpHintFlag",
     "QpInitAttr",
@@ -576,7 +577,16 @@ def _step(base: QpAttr, state: QpState, remote: RemoteQp | None) -> QpAttr:
     )
 
 
-def init_qp(qp: QP, attr: QpAttr | None = None, hint: QpHint | None = None) -> None:
+class QpHandle(Protocol):
+    """What ``init_qp`` and ``connect_qp`` need of a QP: mrc_modify_qp and mrc_query_qp (an
+    API ``QP``, or the simulator's handle on a core QP, mrcnet/sim/workload.py)."""
+
+    def modify(self, attr: QpAttr, mask: QpAttrMask) -> None: ...
+
+    def query(self) -> QpAttr: ...
+
+
+def init_qp(qp: QpHandle, attr: QpAttr | None = None, hint: QpHint | None = None) -> None:
     """Convenience (not in mrc.h): RESET -> INIT with hint, EV and CC profile from ``attr``
     (the hint object's flags replace ``attr.qp_hint`` when given). Receives for WriteImm may
     be posted from INIT on, before the peer is known."""
@@ -586,7 +596,7 @@ def init_qp(qp: QP, attr: QpAttr | None = None, hint: QpHint | None = None) -> N
     qp.modify(step, INIT_MASK)
 
 
-def connect_qp(qp: QP, remote: RemoteQp, attr: QpAttr | None = None,
+def connect_qp(qp: QpHandle, remote: RemoteQp, attr: QpAttr | None = None,
                hint: QpHint | None = None) -> None:
     """Convenience (not in mrc.h): (RESET ->) INIT -> RTR -> RTS with the attributes each
     transition needs (INIT: hint, EV and CC profile; RTR: mpr_dest, max_wimm_dest, peer QPN and

@@ -1,7 +1,10 @@
 """`mrcnet sim`: a fabric on a simulated clock (mrcnet/sim): the same topology files,
-switch programs and transport core as `mrcnet up`, no root, no processes, no wall-clock
-fidelity limit. Writes results.json (deterministic: the same inputs give the same bytes)
-and perf.json (what the run cost the machine) into a run folder."""
+switch programs, controller logic and transport core as `mrcnet up`, no root, no processes,
+no wall-clock fidelity limit. Writes results.json (deterministic: the same inputs give the
+same bytes) and perf.json (what the run cost the machine) into a run folder.
+
+`mrcnet sim compare EMU.json SIM.json` sets an emulated run's results beside a simulated
+one's (mrcnet/sim/compare.py)."""
 
 from __future__ import annotations
 
@@ -11,14 +14,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from common.units import parse_size
+from controller.profile_store import LB_POLICIES
+from mrcnet.cmd_up import DEFAULT_SIZE
+from mrcnet.fabric.runparams import CC_CHOICES
 from topologies.model import PathMode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("topology", nargs="?", default="clos-2p",
-                        help="topology name or YAML file (packet fabrics; default clos-2p)")
+                        help="topology name or YAML file (packet fabrics; default clos-2p); "
+                             "or 'compare EMU.json SIM.json'")
+    parser.add_argument("files", nargs="*", metavar="RESULTS", help=argparse.SUPPRESS)
     parser.add_argument("--run", default="permutation", metavar="WORKLOAD",
                         help="all-to-all, permutation (default), shift:K, pair:SRC:DST, "
                              "incast:DST")
@@ -26,25 +35,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="transport of the workload (RC = baseline)")
     parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
                         help="path mode (default: the topology's)")
-    parser.add_argument("--size", default="1MiB", help="bytes per flow (default 1MiB)")
+    parser.add_argument("--size", default=DEFAULT_SIZE,
+                        help=f"bytes per flow (default {DEFAULT_SIZE}, as mrcnet up)")
+    parser.add_argument("--cc", choices=CC_CHOICES, default="fixed",
+                        help="congestion control of the workloads' QPs: the fixed window "
+                             "(--window, default) or NSCC (the run's CC profile 1)")
+    parser.add_argument("--lb", choices=LB_POLICIES, default="rotation",
+                        help="load balancing over the EVs (the run's EV profile): rotation "
+                             "(default), reps or bitmap")
     parser.add_argument("--window", default="64KiB",
-                        help="bytes in flight per QP, the fixed window (default 64KiB)")
+                        help="bytes in flight per QP with --cc fixed (default 64KiB)")
     parser.add_argument("--rate", default=None, help="rate of every link (default: the file's)")
     parser.add_argument("--delay", default=None,
                         help="one-way delay of every link (default: the file's)")
+    parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
+                        help="control-plane delay before routes are withdrawn (default 1 s)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B (or plane:P) down at S simulated seconds")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
                         help="bring link A-B (or plane:P) back up at S simulated seconds")
-    parser.add_argument("--seed", type=int, default=1, help="workload and loss seed")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1)")
     parser.add_argument("--limit", type=float, default=10.0, metavar="S",
                         help="simulated seconds before the run gives up (default 10)")
+    parser.add_argument("--round", type=int, default=1, metavar="N",
+                        help="compare: the emulated run's workload round (default 1)")
     parser.add_argument("--out", default="results", metavar="DIR",
                         help="the run folder goes under DIR (default results/)")
     parser.add_argument("--json", action="store_true", help="print results.json at the end")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.topology == "compare":
+        return _compare(args)
+    if args.files:
+        print(f"mrcnet sim: one topology, got also {' '.join(args.files)}", file=sys.stderr)
+        return 2
     from mrcnet.fabric.plan import derive_topology
     from mrcnet.sim.run import SimOptions, simulate
     from topologies.loader import TopologyError, load, resolve
@@ -52,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         opts = SimOptions(run=args.run, qp=args.qp, mode=args.mode,
                           size=int(parse_size(args.size)), window=int(parse_size(args.window)),
-                          seed=args.seed, limit_s=args.limit, fail=tuple(args.fail),
-                          restore=tuple(args.restore))
+                          cc=args.cc, lb=args.lb, cp_delay=args.cp_delay, seed=args.seed,
+                          limit_s=args.limit, fail=tuple(args.fail),
+                          restore=tuple(args.restore), rate=args.rate, delay=args.delay)
         source = resolve(args.topology)
         if args.rate or args.delay:
             with tempfile.TemporaryDirectory() as tmp:
@@ -70,35 +97,71 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
 
         print(f"simulating {topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
-              f"{opts.run} of {args.size} per flow, {opts.qp}", file=sys.stderr)
+              f"{opts.run} of {args.size} per flow, {opts.qp}, cc {opts.cc}",
+              file=sys.stderr)
         sim = simulate(topo, opts, progress)
     except (TopologyError, ValueError, KeyError) as exc:
         print(f"mrcnet sim: {exc}", file=sys.stderr)
         return 2
-    run_dir = Path(args.out) / time.strftime("sim-%Y%m%d-%H%M%S")
+    run_dir = _run_dir(Path(args.out))
+    (run_dir / "topology.yaml").write_text(topo_text)
+    text = json.dumps(sim.results, indent=1, sort_keys=True)
+    (run_dir / "results.json").write_text(text + "\n")
+    (run_dir / "perf.json").write_text(json.dumps(sim.perf, indent=1, sort_keys=True) + "\n")
+    _summary(sim.results, sim.perf, run_dir)
+    if args.json:
+        print(text)
+    return 0 if sim.results["completed"] else 1
+
+
+def _run_dir(out: Path) -> Path:
+    run_dir = out / time.strftime("sim-%Y%m%d-%H%M%S")
     n = 1
     while run_dir.exists():  # two runs in one second: keep both
         n += 1
         run_dir = run_dir.with_name(f"{run_dir.name.split('.')[0]}.{n}")
     run_dir.mkdir(parents=True)
-    (run_dir / "topology.yaml").write_text(topo_text)
-    text = json.dumps(sim.results, indent=1, sort_keys=True)
-    (run_dir / "results.json").write_text(text + "\n")
-    (run_dir / "perf.json").write_text(json.dumps(sim.perf, indent=1, sort_keys=True) + "\n")
-    s = sim.results["summary"]
-    frac = s["goodput_fraction"]
-    print(f"{s['verified_flows']}/{s['flows']} flows verified in {s['seconds'] * 1e3:.3f} "
-          f"simulated ms; goodput {s['goodput_bps'] / 1e6:.1f} Mb/s"
+    return run_dir
+
+
+def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None:
+    from mrcnet.sim.compare import figures, percentile
+
+    f = figures(res)
+    w = res["workloads"][0]
+    frac = w["goodput_fraction"]
+    fct = "/".join("-" if v is None else f"{v * 1e3:.3f}"
+                   for v in (percentile(f.fcts, q) for q in (50, 99, 100)))
+    print(f"{w['verified_flows']}/{w['flows']} flows verified in {w['seconds'] * 1e3:.3f} "
+          f"simulated ms, {w['qp_errors']} QP errors; goodput {w['goodput_bps'] / 1e6:.1f} Mb/s"
           + (f" ({frac:.3f} of capacity)" if frac is not None else "")
-          + "; FCT p50/p99/p100 "
-          + "/".join("-" if s[k] is None else f"{s[k] * 1e3:.3f}"
-                     for k in ("fct_p50_s", "fct_p99_s", "fct_p100_s"))
-          + f" ms; retransmitted {s['tx_rtx']} of {s['tx_data']} data packets",
-          file=sys.stderr)
-    p = sim.perf
-    print(f"wall {p['wall_s']:.2f} s, {p['events_per_s']:.0f} events/s, "
-          f"{p['host_frames_per_s']:.0f} host frames/s, peak RSS {p['peak_rss_mib']:.0f} MiB; "
-          f"run folder {run_dir}", file=sys.stderr)
+          + f"; FCT p50/p99/p100 {fct} ms; retransmitted {w['retransmitted_packets']} "
+          f"packets; {f.trims} trims", file=sys.stderr)
+    print(f"wall {perf['wall_s']:.2f} s ({perf['build_s']:.2f} s building), CPU "
+          f"{perf['cpu_s']:.2f} s ({perf['run_cpu_s']:.2f} s running); "
+          f"{perf['events_per_s']:.0f} events/s, {perf['host_frames_per_s']:.0f} host frames/s, "
+          f"{perf['switch_frames_per_s']:.0f} switch frames/s (wall); peak RSS "
+          f"{perf['peak_rss_mib']:.0f} MiB; run folder {run_dir}", file=sys.stderr)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from mrcnet.sim.compare import CompareError, compare_files, table
+
+    if len(args.files) != 2:
+        print("mrcnet sim compare: give the emulated run's results.json and the simulated "
+              "run's", file=sys.stderr)
+        return 2
+    try:
+        rows, differ = compare_files(args.files[0], args.files[1], args.round)
+    except CompareError as exc:
+        print(f"mrcnet sim compare: {exc}", file=sys.stderr)
+        return 2
+    for what in differ:
+        print(f"WARNING: not the same experiment: {what}", file=sys.stderr)
     if args.json:
-        print(text)
-    return 0 if s["verified_flows"] == s["flows"] else 1
+        print(json.dumps({"mismatches": differ, "rows": [
+            {"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel} for r in rows]},
+            indent=1))
+    else:
+        print(table(rows))
+    return 0

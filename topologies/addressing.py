@@ -49,6 +49,7 @@ def gid_owner(topo: Topology, gid: str | ipaddress.IPv6Address) -> tuple[str, in
     return None
 
 
+@cache  # per topology object (compared by identity): route tables ask for every hop's MACs
 def mac(topo: Topology, node_name: str, port: int) -> str:
     node = topo.node(node_name)
     if node.order > 0xFFFF or port > 0xFFFF:

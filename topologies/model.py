@@ -165,7 +165,8 @@ class Topology:
     def peer(self, name: str, port: int) -> Endpoint:
         """The endpoint at the far side of ``name:port``."""
         link = self._ports[name][port]
-        return link.b if link.a == Endpoint(name, port) else link.a
+        a = link.a  # compared field by field: this runs millions of times on large fabrics
+        return link.b if a.node == name and a.port == port else a
 
     def link_at(self, name: str, port: int) -> Link | None:
         return self._ports.get(name, {}).get(port)

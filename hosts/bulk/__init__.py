@@ -18,10 +18,17 @@ from hosts.bulk.completions import collect
 from hosts.bulk.data import digest, first_difference, pattern, pattern_digest
 from hosts.bulk.endpoint import Endpoint, PeerInfo, connect_by_files
 from hosts.bulk.oob import await_done, await_published, publish, publish_done, write_json
-from hosts.bulk.sink import Arrival, await_writeimms
-from hosts.bulk.writer import DONE_IMM, Immediates, WriteOutcome, wr_count, write_buffer
+from hosts.bulk.sink import Arrival, arrival_errors, await_writeimms
+from hosts.bulk.writer import (
+    DONE_IMM,
+    Immediates,
+    WriteOutcome,
+    work_request,
+    wr_count,
+    write_buffer,
+)
 
 __all__ = ["DONE_IMM", "Arrival", "Endpoint", "Immediates", "PeerInfo", "WriteOutcome",
-           "await_done", "await_published", "await_writeimms", "collect", "connect_by_files",
-           "digest", "first_difference", "pattern", "pattern_digest", "publish",
-           "publish_done", "wr_count", "write_buffer", "write_json"]
+           "arrival_errors", "await_done", "await_published", "await_writeimms", "collect",
+           "connect_by_files", "digest", "first_difference", "pattern", "pattern_digest",
+           "publish", "publish_done", "work_request", "wr_count", "write_buffer", "write_json"]

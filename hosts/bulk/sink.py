@@ -31,14 +31,19 @@ def await_writeimms(cq: CQ, expect: Sequence[int], *, clock: Callable[[], float]
     (default: now) on ``clock``; so does ``timeout``."""
     begin = clock() if start is None else start
     wcs = collect(cq, len(expect), clock=clock, timeout=max(0.0, begin + timeout - clock()))
-    out = Arrival(wcs, seconds=clock() - begin)
+    return Arrival(wcs, arrival_errors(wcs, expect), clock() - begin)
+
+
+def arrival_errors(wcs: Sequence[Completion], expect: Sequence[int]) -> list[str]:
+    """What is wrong with the receive completions ``wcs`` of a transfer whose immediates
+    are ``expect`` (none: all of them, in send order, with their immediates)."""
     want = [(i + 1, v) for i, v in enumerate(expect)]
-    if [(wc.wr_id, wc.imm) for wc in wcs] != want:
-        bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
-        out.errors.append(f"WriteImm completions: {len(wcs)}/{len(expect)}"
-                          + (f", first error {bad[0]!r}" if bad else ", out of send order"
-                             if len(wcs) == len(expect) else ""))
-    return out
+    if [(wc.wr_id, wc.imm) for wc in wcs] == want:
+        return []
+    bad = [wc for wc in wcs if wc.status != WcStatus.SUCCESS]
+    return [f"WriteImm completions: {len(wcs)}/{len(expect)}"
+            + (f", first error {bad[0]!r}" if bad else ", out of send order"
+               if len(wcs) == len(expect) else "")]
 
 
-__all__ = ["Arrival", "await_writeimms"]
+__all__ = ["Arrival", "arrival_errors", "await_writeimms"]

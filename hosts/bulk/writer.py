@@ -59,6 +59,31 @@ class WriteOutcome:
     def ok(self) -> bool:
         return len(self.completions) == self.wrs and not self.errors
 
+    def record(self, wc: Completion, size: int, chunk: int, now: float,
+               first_wr_id: int = 0) -> None:
+        """Count one completion of the transfer at ``now`` (an error, or acknowledged bytes
+        and a progress stamp)."""
+        self.completions.append(wc)
+        if wc.status != WcStatus.SUCCESS:
+            self.errors.append(f"wr {wc.wr_id}: {wc.status.value}")
+        else:
+            k = wc.wr_id - first_wr_id
+            self.acked_bytes += min(chunk, size - k * chunk)
+            self.progress.append((now, self.acked_bytes))
+
+
+def work_request(index: int, count: int, size: int, chunk: int, imm: Immediates,
+                 local_addr: int, lkey: int, peer: PeerInfo, first_wr_id: int = 0) -> SendWR:
+    """WR ``index`` of ``count`` of a transfer of ``size`` bytes from the buffer at
+    ``local_addr`` into ``peer``'s: offset index x chunk at the same offset on both sides."""
+    off = index * chunk
+    value = imm.of(index, count)
+    return SendWR(
+        wr_id=first_wr_id + index,
+        opcode=WrOpcode.WRITE if value is None else WrOpcode.WRITE_WITH_IMM,
+        local_addr=local_addr + off, length=min(chunk, size - off), lkey=lkey,
+        remote_addr=peer.addr + off, rkey=peer.rkey, imm=value or 0)
+
 
 def write_buffer(qp: QP, cq: CQ, mr: MR, peer: PeerInfo, size: int, *, chunk: int,
                  depth: int, imm: Immediates, clock: Callable[[], float], timeout: float,
@@ -75,13 +100,8 @@ def write_buffer(qp: QP, cq: CQ, mr: MR, peer: PeerInfo, size: int, *, chunk: in
     posted = 0
     while len(out.completions) < count and not out.errors:
         while posted < count and posted - len(out.completions) < depth:
-            off = posted * chunk
-            value = imm.of(posted, count)
-            qp.post_send(SendWR(
-                wr_id=first_wr_id + posted,
-                opcode=WrOpcode.WRITE if value is None else WrOpcode.WRITE_WITH_IMM,
-                local_addr=mr.addr + off, length=min(chunk, size - off), lkey=mr.lkey,
-                remote_addr=peer.addr + off, rkey=peer.rkey, imm=value or 0))
+            qp.post_send(work_request(posted, count, size, chunk, imm, mr.addr, mr.lkey, peer,
+                                      first_wr_id))
             posted += 1
         left = deadline - clock()
         if left <= 0:
@@ -90,15 +110,10 @@ def write_buffer(qp: QP, cq: CQ, mr: MR, peer: PeerInfo, size: int, *, chunk: in
                               f"{count} WRs done")
             break
         for wc in cq.wait(1, min(WAIT_SLICE_S, left)) + cq.poll(depth):
-            out.completions.append(wc)
-            if wc.status != WcStatus.SUCCESS:
-                out.errors.append(f"wr {wc.wr_id}: {wc.status.value}")
-            else:
-                k = wc.wr_id - first_wr_id
-                out.acked_bytes += min(chunk, size - k * chunk)
-                out.progress.append((clock(), out.acked_bytes))
+            out.record(wc, size, chunk, clock(), first_wr_id)
     out.seconds = clock() - start
     return out
 
 
-__all__ = ["DONE_IMM", "Immediates", "WriteOutcome", "wr_count", "write_buffer"]
+__all__ = ["DONE_IMM", "Immediates", "WriteOutcome", "work_request", "wr_count",
+           "write_buffer"]

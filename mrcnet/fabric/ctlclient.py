@@ -61,46 +61,74 @@ def topo_base_rtt(topo: Topology) -> float:
     return base_rtt(topo)
 
 
+ProfileRequest = pb.ModifyEvFmtProfileRequest | pb.ModifyEvProfileRequest | pb.ModifyCcProfileRequest
+
+
+def ev_profile_requests(topo: Topology, mode: PathMode, lb_policy: str = "rotation"
+                        ) -> list[ProfileRequest]:
+    """The requests that create and bring ONLINE the run's format and EV profile (its QPs
+    spray with ``lb_policy``), in order: what ``CtlClient.setup_profiles`` sends and the
+    simulator applies to the controller's profile store (mrcnet/sim/control.py)."""
+    fmt_mode, widths, evs = ev_array(topo, mode)
+    fill = pb.EvOp(op=pb.REPLACE_EV, entries=[
+        pb.EvOpEntry(ev=pb.Ev(value=0, port=0), ev_new=ev) for ev in evs])
+    return [
+        pb.ModifyEvFmtProfileRequest(profile_id=FMT_PROFILE, state=pb.PROFILE_OFFLINE,
+                                     mode=fmt_mode),
+        pb.ModifyEvFmtProfileRequest(profile_id=FMT_PROFILE, state=pb.PROFILE_ONLINE,
+                                     fields=pb.FieldWidths(widths=widths)),
+        pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, state=pb.PROFILE_OFFLINE,
+                                  mode=pb.EV_MODE_EXP, fmt_profile_id=FMT_PROFILE,
+                                  ev_count=len(evs)),
+        pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, ev_op=fill),
+        pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE,
+                                  ev_min_active=1,
+                                  event_mask=pb.EventMask(states=[pb.EV_GOOD,
+                                                                  pb.EV_ASSUMED_BAD]),
+                                  lb_policy=lb_policy),
+    ]
+
+
+def cc_profile_requests(topo: Topology, base_rtt_s: float | None = None
+                        ) -> tuple[list[ProfileRequest], pb.NsccConfig]:
+    """The requests that bring CC profile 1 ONLINE: NSCC scaled to the fabric's host-link rate
+    and ``base_rtt_s`` (default: the topology's); and its parameters."""
+    from controller.profile_store import NSCC, nscc_defaults
+
+    nscc = nscc_defaults(host_link_rate(topo), base_rtt_s or topo_base_rtt(topo),
+                         topo.fabric.mtu)
+    return [
+        pb.ModifyCcProfileRequest(profile_id=CC_PROFILE, state=pb.PROFILE_OFFLINE,
+                                  algorithm=NSCC),
+        pb.ModifyCcProfileRequest(profile_id=CC_PROFILE, state=pb.PROFILE_ONLINE, nscc=nscc),
+    ], nscc
+
+
 class CtlClient(ControllerClient):
     """The controller client (controller/client.py) with the run's profiles."""
 
     def setup_profiles(self, topo: Topology, mode: PathMode, lb_policy: str = "rotation") -> int:
         """Create and bring ONLINE the run's format and EV profile (its QPs spray with
         ``lb_policy``); returns the EV count."""
-        fmt_mode, widths, evs = ev_array(topo, mode)
-        t = self.timeout
-        self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
-            profile_id=FMT_PROFILE, state=pb.PROFILE_OFFLINE, mode=fmt_mode), timeout=t)
-        self.ctl.ModifyEvFmtProfile(pb.ModifyEvFmtProfileRequest(
-            profile_id=FMT_PROFILE, state=pb.PROFILE_ONLINE,
-            fields=pb.FieldWidths(widths=widths)), timeout=t)
-        self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
-            profile_id=EV_PROFILE, state=pb.PROFILE_OFFLINE, mode=pb.EV_MODE_EXP,
-            fmt_profile_id=FMT_PROFILE, ev_count=len(evs)), timeout=t)
-        fill = pb.EvOp(op=pb.REPLACE_EV, entries=[
-            pb.EvOpEntry(ev=pb.Ev(value=0, port=0), ev_new=ev) for ev in evs])
-        self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(profile_id=EV_PROFILE, ev_op=fill),
-                                 timeout=t)
-        self.ctl.ModifyEvProfile(pb.ModifyEvProfileRequest(
-            profile_id=EV_PROFILE, state=pb.PROFILE_ONLINE, ev_min_active=1,
-            event_mask=pb.EventMask(states=[pb.EV_GOOD, pb.EV_ASSUMED_BAD]),
-            lb_policy=lb_policy), timeout=t)
-        return len(evs)
+        for req in ev_profile_requests(topo, mode, lb_policy):
+            self._send(req)
+        return len(ev_array(topo, mode)[2])
 
     def setup_cc_profile(self, topo: Topology, base_rtt_s: float | None = None) -> pb.NsccConfig:
         """CC profile 1 ONLINE: NSCC scaled to the fabric's host-link rate and ``base_rtt_s``
         (default: the topology's). Returns its parameters."""
-        from controller.profile_store import nscc_defaults
-
-        rate = host_link_rate(topo)
-        nscc = nscc_defaults(rate, base_rtt_s or topo_base_rtt(topo), topo.fabric.mtu)
-        t = self.timeout
-        self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
-            profile_id=CC_PROFILE, state=pb.PROFILE_OFFLINE, algorithm="uet-1.0-nscc"),
-            timeout=t)
-        self.ctl.ModifyCcProfile(pb.ModifyCcProfileRequest(
-            profile_id=CC_PROFILE, state=pb.PROFILE_ONLINE, nscc=nscc), timeout=t)
+        requests, nscc = cc_profile_requests(topo, base_rtt_s)
+        for req in requests:
+            self._send(req)
         return nscc
+
+    def _send(self, req: ProfileRequest) -> None:
+        if isinstance(req, pb.ModifyEvFmtProfileRequest):
+            self.ctl.ModifyEvFmtProfile(req, timeout=self.timeout)
+        elif isinstance(req, pb.ModifyEvProfileRequest):
+            self.ctl.ModifyEvProfile(req, timeout=self.timeout)
+        else:
+            self.ctl.ModifyCcProfile(req, timeout=self.timeout)
 
     def run_ev_array(self) -> list[tuple[int, int]]:
         """(EV value, 1-based port) of the run's EV profile."""

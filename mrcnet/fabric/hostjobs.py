@@ -47,6 +47,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ from hosts.api import Context, QpAttr, QpType, RetryAttr
 POLL_S = 0.02
 
 
-def _attr(job: dict[str, Any]) -> QpAttr:
+def qp_attr(job: dict[str, Any]) -> QpAttr:
+    """The attributes of a job's QP (both ends): its EV and CC profile, MPR, WriteImm limit,
+    ACK timeout exponent and retry counts (the simulator's flows take the same)."""
     wimm = int(job.get("max_wimm", 16))
     return QpAttr(
         ev_profile_id=int(job.get("ev_profile", 0)),
@@ -69,16 +72,51 @@ def _attr(job: dict[str, Any]) -> QpAttr:
     )
 
 
-def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
-    core: Any = ctx.agent.core
+def qp_report(core: Any, qpn: int, call: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """A job result's QP part: state, counters, congestion control and RTT figures of QP
+    ``qpn`` of ``core``, read through ``call(fn, *args)`` (the agent's loop; default: now)."""
+    def direct(fn: Callable[..., Any], *args: object) -> Any:
+        return fn(*args)
+
+    run = call or direct
     try:
-        stats = dict(ctx.agent.call(core.qp_stats, qpn))
-        state = ctx.agent.call(core.query_qp, qpn).qp_state.name
-        cc = dict(ctx.agent.call(core.qp_cc_log, qpn))
-        rtt = dict(ctx.agent.call(core.qp_rtt_stats, qpn))
+        stats = dict(run(core.qp_stats, qpn))
+        state = run(core.query_qp, qpn).qp_state.name
+        cc = dict(run(core.qp_cc_log, qpn))
+        rtt = dict(run(core.qp_rtt_stats, qpn))
     except Exception as exc:  # the QP may be gone
         return {"qp_state": "UNKNOWN", "qp_error": repr(exc)}
     return {"qpn": qpn, "qp_state": state, "qp_stats": stats, "cc": cc, "rtt": rtt}
+
+
+def _qp_report(ctx: Context, qpn: int) -> dict[str, Any]:
+    return qp_report(ctx.agent.core, qpn, ctx.agent.call)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A job's transfer: ``size`` bytes in ``chunk``-byte Writes (default 256 KiB), ``depth``
+    outstanding (default 8), the last one (with ``wimm``: every one) a WriteImm."""
+
+    size: int
+    chunk: int
+    depth: int
+    imm: bulk.Immediates
+
+    @classmethod
+    def of(cls, job: dict[str, Any]) -> Transfer:
+        return cls(int(job["size"]), int(job.get("chunk", 256 << 10)),
+                   int(job.get("depth", 8)),
+                   bulk.Immediates(every=bool(job.get("wimm", False)), last=bulk.DONE_IMM))
+
+    @property
+    def count(self) -> int:
+        return bulk.wr_count(self.size, self.chunk)
+
+    @property
+    def expected(self) -> list[int]:
+        """The immediates the sink receives, in order (one receive posted for each)."""
+        return self.imm.expected(self.count)
 
 
 def _await_cc_profile(ctx: Context, profile_id: int, timeout: float) -> None:
@@ -152,17 +190,16 @@ def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]
     timeout = float(job.get("timeout", 120))
     oob = Path(str(job["oob_dir"]))
     writer = job["role"] == "writer"
-    imm = bulk.Immediates(every=bool(job.get("wimm", False)), last=bulk.DONE_IMM)
-    count = bulk.wr_count(size, int(job.get("chunk", 256 << 10)))
+    plan = Transfer.of(job)
     buf = bulk.pattern(size, int(job["seed"])) if writer else bytearray(size)
     cc_profile = int(job.get("cc_profile", 0))
     if cc_profile:
         _await_cc_profile(ctx, cc_profile, timeout)
-    ep = bulk.Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=_attr(job),
+    ep = bulk.Endpoint(ctx, buf, qp_type=QpType(str(job["qp_type"])), attr=qp_attr(job),
                        cqe=int(job.get("cqe", 4096)),
-                       receives=0 if writer else len(imm.expected(count)))
+                       receives=0 if writer else len(plan.expected))
     try:
-        out = _transfer(ctx, job, ep, imm, count)
+        out = _transfer(ctx, job, ep, plan)
     except BaseException:
         if writer:
             bulk.publish_done(oob, str(job["name"]))
@@ -179,20 +216,20 @@ def run_job(ctx: Context, job: dict[str, Any]) -> tuple[dict[str, Any], Release]
     return out, release
 
 
-def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, imm: bulk.Immediates,
-              count: int) -> dict[str, Any]:
+def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, plan: Transfer
+              ) -> dict[str, Any]:
     size = int(job["size"])
     timeout = float(job.get("timeout", 120))
     writer = job["role"] == "writer"
     info = bulk.connect_by_files(ep, Path(str(job["oob_dir"])), str(job["name"]),
-                                 str(job["peer"]), sink=not writer, attr=_attr(job),
+                                 str(job["peer"]), sink=not writer, attr=qp_attr(job),
                                  timeout=timeout, need=size if writer else 0)
     agent = ctx.agent
     timing_start = agent.timing()
     if not writer:
         hog = _Throttle(job["throttle"]) if job.get("throttle") else None
         try:
-            got = bulk.await_writeimms(ep.cq, imm.expected(count), clock=agent.clock,
+            got = bulk.await_writeimms(ep.cq, plan.expected, clock=agent.clock,
                                        timeout=timeout)
         finally:
             if hog is not None:
@@ -202,9 +239,8 @@ def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, imm: bulk.Im
                 "sha256": bulk.digest(ep.buf) if got.ok else "", "errors": got.errors,
                 "timing": {"start": timing_start, "end": agent.timing()},
                 **_qp_report(ctx, ep.qp.qpn)}
-    out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size,
-                            chunk=int(job.get("chunk", 256 << 10)),
-                            depth=int(job.get("depth", 8)), imm=imm, clock=agent.clock,
+    out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size, chunk=plan.chunk,
+                            depth=plan.depth, imm=plan.imm, clock=agent.clock,
                             timeout=timeout)
     unix = agent.run_clock.unix
     return {"bytes": size if out.ok else 0, "seconds": out.seconds, "errors": out.errors,

@@ -66,6 +66,12 @@ from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE, CtlClient
 from mrcnet.fabric.fidelity import FidelityMonitor, controller_timings
 from mrcnet.fabric.liveview import EvTracker, StatsSampler
 from mrcnet.fabric.plan import FabricPlan, derive_topology, make_plan, receive_ring_bytes
+from mrcnet.fabric.runparams import (
+    CC_CHOICES,
+    ack_timeout_exponent,
+    agent_transport,
+    core_tuning,
+)
 from mrcnet.fabric.workloads import WorkloadRunner
 from switch.targets import DEFAULT_KIND, target_class
 from topologies.loader import load, resolve
@@ -78,25 +84,10 @@ ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire
 CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
 
 
-CC_CHOICES = ("nscc", "fixed")  # RunOptions.cc: CC profile 1 (NSCC) or none (fixed window)
 LB_CHOICES = LB_POLICIES  # RunOptions.lb: the EV profile's spraying policy
 
 
 METRICS_INTERVAL = 0.5  # s between the agents' qlog metrics (what the live view reads)
-ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
-MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
-
-
-def ack_timeout_exponent(base_rtt_s: float) -> int:
-    """The mrc.h timeout exponent of the workloads' QPs: the smallest whose timeout
-    (1.024 us x 2^N) covers ACK_TIMEOUT_RTTS base RTTs, at least MIN_ACK_TIMEOUT. A timeout is
-    a last resort; a fixed one would be 60 RTTs on a 2 ms fabric and 12 on an 11 ms one."""
-    n = MIN_ACK_TIMEOUT
-    while n < 24 and 1.024e-6 * (1 << n) < ACK_TIMEOUT_RTTS * base_rtt_s:
-        n += 1
-    return n
-
-
 class FabricError(RuntimeError):
     """Start-up failed (everything started was rolled back); the message names the log."""
 
@@ -131,14 +122,8 @@ class RunOptions:
     # None: half the lag tolerance.
     coalesce: float | None = 0.0
     rx_ring: int | None = None  # receive ring slots per switch port (None: the kind's default)
-    # Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
-    # defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
-    # the emulation's millisecond RTTs every late probe answer would become a timeout and a
-    # new probe: EV probes every 50 ms, answers awaited 250 ms.
-    # recovery:metrics_updated every 10 ms per QP: the window, RTT, ECN and penalty in qlog.
-    core_tuning: dict[str, float | int | None] = field(
-        default_factory=lambda: {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25,
-                                 "cc_log_interval": 0.01})
+    # Transport-core knobs for the agents (mrcnet/fabric/runparams.py says why these).
+    core_tuning: dict[str, float | int | None] = field(default_factory=core_tuning)
 
 
 RING_MEMORY_SHARE = 0.5  # of the memory available, at most this much for receive rings
@@ -409,16 +394,9 @@ class Fabric:
             # probe after the core's timeout/4 would take queued packets for lost.
             core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * self.opts.window * 8 / rate)
         return {
-            "name": host,
-            "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
-                       "neighbor_mac": p.neighbor_mac} for p in h.ports],
-            "ev_mode": mode.value,
-            "srv6_templates": h.srv6_templates,
-            "mtu": self.plan.topo.fabric.mtu,
+            **agent_transport(self.plan, host, mode, self.opts.window, core),
             "qlog_dir": str(self.run_dir / "qlog"),
             "metrics_interval": METRICS_INTERVAL,
-            "cc_window": self.opts.window,
-            "core": core,
             "controller": f"unix:{self.sock_dir / 'ctl.sock'}",
             "apps": [{"target": "mrcnet.fabric.hostjobs:serve",
                       "args": {"jobs_dir": str(self.run_dir / "jobs" / host)}}],

@@ -18,6 +18,7 @@ from typing import Any
 from mrcnet.fabric import fidelity, results
 from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
 from mrcnet.fabric.orchestrator import Fabric
+from mrcnet.fabric.workloads import counter_totals, round_seed
 
 
 def apply_event(fab: Fabric, ev: FabricEvent) -> None:
@@ -51,8 +52,8 @@ def run_scenario(
         rounds = 0
         while workload is not None:
             rounds += 1
-            wl = fab.runner.submit(workload, size, qp_type, seed=seed + rounds, timeout=timeout,
-                                   extra=extra)
+            wl = fab.runner.submit(workload, size, qp_type, seed=round_seed(seed, rounds),
+                                   timeout=timeout, extra=extra)
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
@@ -67,14 +68,6 @@ def run_scenario(
     finally:
         sched.stop()
     return collect(fab, summaries, sched)
-
-
-def _total(hosts: dict[str, dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for stats in hosts.values():
-        for key, value in stats.items():
-            out[key] = out.get(key, 0) + int(value)
-    return dict(sorted(out.items()))
 
 
 def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | None) -> dict[str, Any]:
@@ -113,7 +106,7 @@ def collect(fab: Fabric, summaries: list[dict[str, Any]], sched: Scheduler | Non
         "retransmitted_bytes": rtx * mtu,
         "workloads": summaries,
         "host_counters": hosts,
-        "mechanisms": _total(hosts),
+        "mechanisms": counter_totals(hosts),
         "link_events": link_events,
         "failure_errors": sched.errors if sched else [],
         "ev_counts": fab.tracker.counts(),

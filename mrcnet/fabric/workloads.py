@@ -88,6 +88,20 @@ def flow_timing(progress: list[list[float]]) -> tuple[float | None, float | None
     return stall, times[-1] - times[0]
 
 
+def counter_totals(per_host: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Host counters summed over hosts (a run's ``mechanisms``), sorted by name."""
+    out: dict[str, int] = {}
+    for stats in per_host.values():
+        for key, value in stats.items():
+            out[key] = out.get(key, 0) + int(value)
+    return dict(sorted(out.items()))
+
+
+def round_seed(seed: int, round_no: int) -> int:
+    """The seed of a scenario's round ``round_no`` (1, 2, ...): its pairs and data differ."""
+    return seed + round_no
+
+
 @dataclass
 class Flow:
     id: str
@@ -97,15 +111,17 @@ class Flow:
     seed: int
     writer: dict[str, Any] = field(default_factory=dict)
     sink: dict[str, Any] = field(default_factory=dict)
-    _want: str = ""  # SHA-256 of the pattern, computed once
+    # SHA-256 of the data the writer sends: computed once from ``pattern(size, seed)`` unless
+    # the writer sent other data (the simulator, mrcnet/sim/workload.py, says which)
+    want_sha256: str = ""
 
     @property
     def verified(self) -> bool:
         if not self.sink.get("sha256"):
             return False
-        if not self._want:
-            self._want = pattern_digest(self.size, self.seed)
-        return bool(self.sink["sha256"] == self._want)
+        if not self.want_sha256:
+            self.want_sha256 = pattern_digest(self.size, self.seed)
+        return bool(self.sink["sha256"] == self.want_sha256)
 
     @property
     def qp_errors(self) -> int:
@@ -190,6 +206,14 @@ class Workload:
         return dict(sorted(total.items()))
 
 
+def workload_flows(pairs: list[tuple[str, str]], size: int, seed: int, count: int
+                   ) -> list[Flow]:
+    """The flows of a runner's workload number ``count`` (1, 2, ...): their ids and the seeds
+    of their data."""
+    return [Flow(f"w{count}f{i}-{src}-{dst}", src, dst, size, seed * 1000 + count * 100 + i)
+            for i, (src, dst) in enumerate(pairs)]
+
+
 class WorkloadRunner:
     """Submits jobs to the hosts' job directories and collects their results.
 
@@ -234,9 +258,8 @@ class WorkloadRunner:
         wl = Workload(name, qp_type, [], self.clock.now(), clock=self.clock.now,
                       capacity_bps=capacity, mark=mark, cc_profile=cc)
         oob = self.run_dir / "oob"
-        for i, (src, dst) in enumerate(pairs):
-            fid = f"w{self.count}f{i}-{src}-{dst}"
-            flow = Flow(fid, src, dst, size, seed * 1000 + self.count * 100 + i)
+        for flow in workload_flows(pairs, size, seed, self.count):
+            src, dst, fid = flow.src, flow.dst, flow.id
             common = {"size": size, "seed": flow.seed, "qp_type": qp_type, "oob_dir": str(oob),
                       "timeout": timeout, "ev_profile": self.ev_profile, "cc_profile": cc,
                       **({"ack_timeout": self.ack_timeout} if self.ack_timeout else {}),

@@ -1,14 +1,18 @@
 """The simulator's discrete-event core: one heap of timestamped callbacks.
 
 Ties are broken by the order events were scheduled, so a run is a pure function of its inputs
-(no wall clock, no hash order). Cancelled events stay in the heap and are skipped when they
-come up (cancelling is O(1); the heap never needs re-sorting).
+(no wall clock, no hash order). Two kinds of entry share the heap: ``at`` returns an ``Event``
+that can be cancelled (a host's transport timer; a cancelled one stays in the heap and is
+skipped when it comes up, so cancelling is O(1)), and ``call_at(when, fn, arg)`` schedules
+``fn(arg)`` with no handle and no object of its own (the per-frame wake-ups of switch ports,
+which supersede themselves: see mrcnet/sim/switchnode.py).
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from typing import Any
 
 Callback = Callable[[], None]
 
@@ -32,8 +36,9 @@ class Scheduler:
 
     def __init__(self, start: float = 0.0) -> None:
         self.now = start
-        self.events_run = 0
-        self._heap: list[tuple[float, int, Event]] = []
+        self.events_run = 0  # callbacks run (cancelled events are not counted)
+        # (when, sequence, fn or None for an Event, the argument or the Event)
+        self._heap: list[tuple[float, int, Callable[[Any], object] | None, Any]] = []
         self._seq = 0
 
     def clock(self) -> float:
@@ -46,21 +51,28 @@ class Scheduler:
             when = self.now
         ev = Event(when, fn)
         self._seq += 1
-        heapq.heappush(self._heap, (when, self._seq, ev))
+        heapq.heappush(self._heap, (when, self._seq, None, ev))
         return ev
 
     def after(self, delay: float, fn: Callback) -> Event:
         return self.at(self.now + delay, fn)
 
+    def call_at(self, when: float, fn: Callable[[Any], object], arg: Any) -> None:
+        """Run ``fn(arg)`` at ``when`` (not before now); no handle, nothing to cancel."""
+        if when < self.now:
+            when = self.now
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, fn, arg))
+
     @property
     def pending(self) -> int:
-        """Events in the heap, cancelled ones included (they leave when they come up)."""
+        """Entries in the heap, cancelled ones included (they leave when they come up)."""
         return len(self._heap)
 
     def next_time(self) -> float | None:
-        """When the next live event runs (None: nothing left)."""
+        """When the next entry runs (None: nothing left); cancelled events are dropped first."""
         heap = self._heap
-        while heap and not heap[0][2].alive:
+        while heap and heap[0][2] is None and not heap[0][3].alive:
             heapq.heappop(heap)
         return heap[0][0] if heap else None
 
@@ -69,20 +81,25 @@ class Scheduler:
         (time then stands at ``until``) or ``max_events`` ran. Returns the number run."""
         heap = self._heap
         pop = heapq.heappop
+        limit = float("inf") if until is None else until
+        budget = -1 if max_events is None else max_events
         ran = 0
         while heap:
-            when, _seq, ev = heap[0]
-            if until is not None and when > until:
+            if heap[0][0] > limit:
                 break
-            if max_events is not None and ran >= max_events:
+            if ran == budget:
                 self.events_run += ran
                 return ran
-            pop(heap)
-            if not ev.alive:
-                continue
-            self.now = when
-            ev.alive = False
-            ev.fn()
+            when, _seq, fn, arg = pop(heap)
+            if fn is None:
+                if not arg.alive:
+                    continue
+                arg.alive = False
+                self.now = when
+                arg.fn()
+            else:
+                self.now = when
+                fn(arg)
             ran += 1
         if until is not None and until > self.now:
             self.now = until

@@ -1,23 +1,33 @@
 """A packet fabric of simulated switches, built from the same run plan (mrcnet.fabric.plan),
 switch tables (topologies.routes) and P4Runtime writes (controller.programming) as
 ``mrcnet up``: the link specs each switch process would be started with, the entries the
-controller would write. Host ports end in whatever the caller attaches (``attach``)."""
+controller would write. Host ports end in whatever the caller attaches (``attach``).
+
+The switch program's BMv2 JSON is parsed once and every switch's engine is built from the
+parsed program (the switch process parses its own copy; here 200 switches would parse the
+same text 200 times).
+"""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from functools import partial
 
 from common.p4schema import PROGRAMS
+from common.p4schema.model import Program
 from controller.programming import apply, program_for
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.sim.events import Scheduler
 from mrcnet.sim.switchnode import FrameReceiver, InProcessWriter, SimSwitch
+from switch.p4json import program as pm
+from switch.p4json.engine import Engine
 from switch.pipeline import Pipeline
+from switch.pipeline.binding import bind
+from switch.pipeline.pipeline import Prepared
+from switch.programs import builtin_json
 from switch.traffic import TrafficManager, parse_link_spec
 from topologies.model import FabricKind, NodeKind, PathMode, Topology
-from topologies.routes import switch_tables
+from topologies.routes import SwitchTables, switch_tables
 
 SWITCH_PROGRAM = "mrc_switch"
 
@@ -33,6 +43,8 @@ class SimFabric:
     plan: FabricPlan
     sched: Scheduler
     switches: dict[str, SimSwitch]
+    program: Program  # the switches' P4Info (what the controller's writes are built from)
+    tables: dict[str, SwitchTables]  # what the controller wrote into each switch
     # (host, host port) -> (its switch, that switch's port)
     uplinks: dict[tuple[str, int], tuple[SimSwitch, int]] = field(default_factory=dict)
 
@@ -40,18 +52,23 @@ class SimFabric:
                ) -> None:
         """Frames the fabric delivers to ``host``'s NIC port ``port`` go to ``receiver``
         (``receive(as_port or port, frame)``)."""
-        sw, sw_port = self._uplink(host, port)
+        sw, sw_port = self.uplink(host, port)
         sw.connect(sw_port, receiver, port if as_port is None else as_port)
 
     def send(self, host: str, port: int, frame: bytes) -> None:
         """``host`` puts ``frame`` on its NIC port ``port`` now. The host side of the link is
         shaped at the switch (its ingress shaper), as in the emulation, so the frame reaches
         the switch's port at once and waits there for the wire."""
-        sw, sw_port = self._uplink(host, port)
-        self.sched.at(self.sched.now, partial(sw.receive, sw_port, frame))
+        sw, sw_port = self.uplink(host, port)
+        sw.receive(sw_port, frame)
+
+    def writer(self, switch: str) -> InProcessWriter:
+        """A P4Runtime session on ``switch`` (the controller's, minus the channel)."""
+        return InProcessWriter(self.switches[switch].pipeline, self.program)
 
     def set_link(self, a: str, b: str, up: bool) -> None:
-        """Cut (or restore) every link between nodes ``a`` and ``b``, at both switch ends."""
+        """Cut (or restore) every link between nodes ``a`` and ``b``, at both switch ends
+        (the data plane only; mrcnet/sim/control.py goes through the controller's logic)."""
         found = False
         for link in self.topo.links:
             if {link.a.node, link.b.node} != {a, b}:
@@ -64,11 +81,22 @@ class SimFabric:
         if not found:
             raise SimError(f"no link between {a} and {b} in {self.topo.name}")
 
-    def _uplink(self, host: str, port: int) -> tuple[SimSwitch, int]:
+    def uplink(self, host: str, port: int) -> tuple[SimSwitch, int]:
+        """(switch, switch port) at the far end of ``host``'s NIC port ``port``."""
         try:
             return self.uplinks[(host, port)]
         except KeyError:
             raise SimError(f"{host} has no port {port} in {self.topo.name}") from None
+
+
+def _pipeline(source: bytes, parsed: pm.Program, program: Program, sched: Scheduler
+              ) -> Pipeline:
+    """A pipeline running ``program`` with an engine of its own built from ``parsed`` (its
+    tables, registers and counters are this switch's; the parse is shared)."""
+    engine = Engine(parsed, clock=sched.clock, origin=0.0, name=program.name, backend="auto")
+    pipeline = Pipeline()
+    pipeline.commit(program, prepared=Prepared(program, engine, bind(program, engine), source))
+    return pipeline
 
 
 def build_fabric(topo: Topology, mode: PathMode | None = None, sched: Scheduler | None = None,
@@ -81,10 +109,11 @@ def build_fabric(topo: Topology, mode: PathMode | None = None, sched: Scheduler 
     plan = make_plan(topo, mode, prefix="s")
     tables = switch_tables(topo, mode)
     program = PROGRAMS[SWITCH_PROGRAM]
+    source = builtin_json(SWITCH_PROGRAM)
+    parsed = pm.load_program(source)
     switches: dict[str, SimSwitch] = {}
     for sp in plan.switches:
-        pipeline = Pipeline()
-        pipeline.commit(program)
+        pipeline = _pipeline(source, parsed, program, sched)
         # Seeded per switch by name: loss draws do not depend on how many switches exist.
         tm = TrafficManager(rng=random.Random(f"{seed}:{sp.name}"))
         for port in sorted(sp.egress):
@@ -93,7 +122,7 @@ def build_fabric(topo: Topology, mode: PathMode | None = None, sched: Scheduler 
             pipeline.set_port_oper_status(port, True)
         apply(InProcessWriter(pipeline, program), program_for(tables[sp.name]))
         switches[sp.name] = SimSwitch(sp.name, sched, pipeline, tm)
-    fabric = SimFabric(topo, mode, plan, sched, switches)
+    fabric = SimFabric(topo, mode, plan, sched, switches, program, tables)
     endpoints = (NodeKind.HOST, NodeKind.GPU)
     for link in topo.links:
         a, b = link.a, link.b

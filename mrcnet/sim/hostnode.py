@@ -3,11 +3,14 @@ scheduler's clock. Frames leave through the fabric's host port (shaped at the sw
 the emulation) and arrive as bytes, decoded by the same Framer the agent uses on its veths.
 
 The agent process (hosts/agent/agent.py) adds sockets, the controller link, apps and logs
-around the same two objects; here the workload drives the core directly (mrcnet.sim.workload).
+around the same two objects; here the controller's profiles are installed by
+mrcnet/sim/control.py and the workload's jobs (mrcnet/sim/workload.py) drive the core
+directly, handed the core's events as the agent's handlers are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hosts.agent.config import AgentConfig, parse_config
@@ -16,31 +19,26 @@ from hosts.agent.framing import Framer
 from hosts.transport import HostCore
 from hosts.transport.types import Event as CoreEvent
 from mrcnet.fabric.plan import FabricPlan
+from mrcnet.fabric.runparams import agent_transport
 from mrcnet.sim.events import Event, Scheduler
 from mrcnet.sim.fabric import SimFabric
+from mrcnet.sim.switchnode import SimSwitch
 from topologies.model import PathMode
+
+EventHandler = Callable[[CoreEvent], None]
 
 
 def agent_config(plan: FabricPlan, host: str, mode: PathMode, window: int,
                  core: dict[str, Any] | None = None) -> AgentConfig:
     """The configuration ``mrcnet up`` gives the agent of ``host`` (addresses, EV mode, MTU,
-    fixed window), parsed by the agent's own parser; no sockets, apps or controller."""
-    h = plan.host(host)
-    return parse_config({
-        "name": host,
-        "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
-                   "neighbor_mac": p.neighbor_mac} for p in h.ports],
-        "ev_mode": mode.value,
-        "srv6_templates": h.srv6_templates,
-        "mtu": plan.topo.fabric.mtu,
-        "cc_window": window,
-        "core": dict(core or {}),
-    })
+    fixed window, core knobs), parsed by the agent's own parser; no sockets, apps or
+    controller."""
+    return parse_config(agent_transport(plan, host, mode, window, core or {}))
 
 
 class SimHost:
-    """One host: ``core`` is the real HostCore; ``events`` collects what it reports, with
-    the simulated time it reported it."""
+    """One host: ``core`` is the real HostCore; ``handler`` (the workload's) gets every event
+    the core reports, at the simulated time it reports it."""
 
     def __init__(self, name: str, fabric: SimFabric, config: AgentConfig) -> None:
         self.name = name
@@ -49,48 +47,58 @@ class SimHost:
         self.config = config
         self.core: HostCore = build_core(config)
         self.framer = Framer(config)
-        self.events: list[tuple[float, CoreEvent]] = []  # (when, what the core reported)
+        self.handler: EventHandler | None = None
         self.tx_frames = 0
         self.tx_unencodable = 0
         self.rx_frames = 0
+        self.rx_undecodable = 0
         self._timer: Event | None = None
         self._pumping = False
+        self._uplinks: list[tuple[SimSwitch, int]] = []
         for port in range(len(config.ports)):
             fabric.attach(name, port, self)
+            self._uplinks.append(fabric.uplink(name, port))
 
     def receive(self, port: int, frame: bytes) -> None:
         """A frame reached NIC port ``port`` now."""
         self.rx_frames += 1
         now = self.sched.now
         got = self.framer.decode(memoryview(frame), port, now)
-        if got is not None:
+        if got is None:
+            self.rx_undecodable += 1
+        else:
             self.core.receive(got[0], got[1], now)
         self.pump()
 
     def pump(self) -> None:
-        """Send what the core has ready, collect its events, and wake at its next timer.
-        Call after posting work to the core."""
-        if self._pumping:  # an event handler posted more work: the running pump takes it
+        """Send what the core has ready, hand its events to the handler (which may post more
+        work), until neither is left; then wake at the core's next timer. Call after posting
+        work to the core."""
+        if self._pumping:  # a handler posted more work: the running pump takes it
             return
         self._pumping = True
         try:
             now = self.sched.now
-            core, framer, send, name = self.core, self.framer, self.fabric.send, self.name
+            core, framer, uplinks = self.core, self.framer, self._uplinks
+            encode, view = framer.encode, framer.tx_view
+            handler = self.handler
             while True:
                 packets = core.packets_to_send(now)
                 for tx in packets:
-                    n = framer.encode(tx)
+                    n = encode(tx)
                     if n == 0:
                         self.tx_unencodable += 1
                         continue
                     self.tx_frames += 1
-                    send(name, tx.port, bytes(framer.tx_buf[:n]))
+                    sw, sw_port = uplinks[tx.port]
+                    sw.receive(sw_port, bytes(view[:n]))
                 ev = core.next_event()
-                while ev is not None:
-                    self.events.append((now, ev))
-                    ev = core.next_event()
-                if not packets:
+                if not packets and ev is None:
                     break
+                while ev is not None:
+                    if handler is not None:
+                        handler(ev)
+                    ev = core.next_event()
         finally:
             self._pumping = False
         self._arm()

@@ -48,13 +48,17 @@ def cache_dir() -> Path:
 
 
 def generate(engine: Engine) -> tuple[CGen, str, str]:
-    """(generator, module name, C source) of the engine's program; raises NotEligible."""
-    probe = CGen(engine.prog, "_p4dp")
-    probe.source()
-    digest = hashlib.sha256(probe.source().encode()).hexdigest()[:20]
-    module = f"_p4dp_{digest}"
-    gen = CGen(engine.prog, module)
-    return gen, module, gen.source()
+    """(generator, module name, C source) of the engine's program, generated once per loaded
+    program (engines built from one parse share it); raises NotEligible."""
+    hit = engine.prog.derived.get("c")
+    if hit is None:
+        probe = CGen(engine.prog, "_p4dp")
+        probe.source()
+        digest = hashlib.sha256(probe.source().encode()).hexdigest()[:20]
+        module = f"_p4dp_{digest}"
+        gen = CGen(engine.prog, module)
+        hit = engine.prog.derived["c"] = (gen, module, gen.source())
+    return hit
 
 
 def build(module: str, source: str, directory: Path | None = None) -> Path:

@@ -88,6 +88,16 @@ class McNode:
     ports: list[int] = field(default_factory=list)
 
 
+def _generated(prog: pm.Program) -> tuple[cg.Generator, str]:
+    """The program's per-packet Python (its generator and source), generated once per loaded
+    program and shared by the engines built from it (each binds its own state to it)."""
+    hit = prog.derived.get("python")
+    if hit is None:
+        gen = cg.Generator(prog)
+        hit = prog.derived["python"] = (gen, gen.source())
+    return hit
+
+
 class Engine:
     """One loaded program and its state. Not thread-safe: callers serialise (a lock)."""
 
@@ -112,8 +122,7 @@ class Engine:
         self.origin = clock() if origin is None else origin
         self.rng = random.Random(seed)
         try:
-            gen = cg.Generator(self.prog)
-            self.source = gen.source()
+            gen, self.source = _generated(self.prog)
         except ConfigError:
             raise
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
@@ -205,7 +214,10 @@ class Engine:
             ns[gname + "B"], ns[gname + "L"] = table.by_len, table.lens
         for width in gen.g.lpm_widths:
             ns[f"_PM{width}"] = tuple(prefix_mask(width, n) for n in range(width + 1))
-        code = compile(self.source, f"<p4json {self.name}>", "exec")
+        key = f"code {self.name}"
+        code = self.prog.derived.get(key)
+        if code is None:
+            code = self.prog.derived[key] = compile(self.source, f"<p4json {self.name}>", "exec")
         exec(code, ns)
         return ns["ingress"], ns["egress"], ns["fast"]
 

@@ -312,6 +312,10 @@ class Program:
     learn_lists: dict[int, tuple[str, tuple[tuple[str, str], ...]]]
     vsets: dict[str, ParseVSet]
     raw: Json = field(repr=False, default=None)
+    # Code generated from the program (switch.p4json.engine, cbackend), made once per loaded
+    # program: engines built from the same Program object share it (the simulator builds one
+    # engine per switch from one parse).
+    derived: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     # -- lookups -----------------------------------------------------------------------------
     def field_spec(self, header: str, name: str) -> FieldSpec:

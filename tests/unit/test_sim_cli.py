@@ -26,10 +26,11 @@ def test_the_same_inputs_give_byte_identical_results(tmp_path: Path) -> None:
     raw_a, res = results(tmp_path / "a")
     raw_b, _ = results(tmp_path / "b")
     assert raw_a == raw_b
-    summary = res["summary"]
+    (summary,) = res["workloads"]  # type: ignore[misc]
     assert isinstance(summary, dict)
     assert summary["verified_flows"] == summary["flows"] == 4
     assert summary["verified_bytes"] == 4 * 256 * 1024
+    assert res["completed"] and res["qp_errors"] == 0
     # goodput never beats the workload's capacity (computed apart, by the max-flow LP)
     assert 0 < summary["goodput_fraction"] <= 1.0
     assert main([*SMALL, "--seed", "2", "--out", str(tmp_path / "c")]) == 0
@@ -42,11 +43,13 @@ def test_mrc_loses_no_byte_to_a_spine_link_failure(tmp_path: Path) -> None:
     assert main(["sim", "clos-2p", "--size", "1MiB", "--fail", "p0-leaf0-p0-spine0@0.002",
                  "--out", str(out)]) == 0
     _, res = results(out)
-    summary = res["summary"]
+    (summary,) = res["workloads"]  # type: ignore[misc]
     assert isinstance(summary, dict)
-    assert summary["verified_flows"] == 4
-    assert summary["switch_drops"]["down"] > 0  # the cut really cost packets in flight
-    assert summary["tx_rtx"] > 0  # and MRC resent them
+    assert summary["verified_flows"] == 4 and summary["qp_errors"] == 0
+    switches = res["switches"]
+    assert isinstance(switches, dict)
+    assert switches["drops"]["down"] > 0  # the cut really cost packets in flight
+    assert summary["retransmitted_packets"] > 0  # and MRC resent them
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -54,6 +57,9 @@ def test_mrc_loses_no_byte_to_a_spine_link_failure(tmp_path: Path) -> None:
     (["sim", "scaleup-ocs"], "circuit fabric"),
     (["sim", "clos-1p", "--fail", "nosuch@1"], "nosuch"),
     (["sim", "clos-1p", "--size", "lots"], "lots"),
+    (["sim", "clos-1p", "--cp-delay", "-1"], "--cp-delay"),
+    (["sim", "clos-1p", "clos-2p"], "one topology"),
+    (["sim", "clos-1p", "--size", "65536GiB"], "sink buffers"),
 ])
 def test_bad_input_is_refused_with_the_reason(argv: list[str], message: str, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,11 +12,11 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from hosts.transport.types import QpType
+from mrcnet.fabric.workloads import workload_flows
 from mrcnet.sim.events import Scheduler
 from mrcnet.sim.fabric import SimError, SimFabric, build_fabric
 from mrcnet.sim.hostnode import SimHost, agent_config
-from mrcnet.sim.workload import run_flows, start_flows
+from mrcnet.sim.workload import start_flows
 from topologies.addressing import host_gid, mac
 from topologies.loader import load
 from topologies.model import PathMode, Topology
@@ -171,23 +171,46 @@ def _hosts(topo: Topology, mode: PathMode, window: int = 64 * 1024
                  for h in topo.hosts}
 
 
-@pytest.mark.parametrize("qp_type", [QpType.MRC, QpType.RC])
-def test_real_transport_cores_move_verified_bytes_across_the_fabric(qp_type: QpType) -> None:
-    """A permutation of RDMA WRITEs between the real HostCores, as frames through the
-    real switches: every byte lands where it should, no flow beats its line rate."""
+@pytest.mark.parametrize("qp_type", ["MRC", "RC"])
+def test_real_transport_cores_move_verified_bytes_across_the_fabric(qp_type: str) -> None:
+    """A permutation of the emulation's writer and sink jobs between the real HostCores, as
+    frames through the real switches: every byte lands where it should, no flow beats its
+    line rate, every work request of the plan completes."""
     topo = load("clos-2p")
-    _, hosts = _hosts(topo, PathMode.ECMP)
-    size = 128 * 1024
+    fab, hosts = _hosts(topo, PathMode.ECMP)
+    size = 640 * 1024  # three 256 KiB work requests, the last a WriteImm of 128 KiB
     pairs = [("h0", "h2"), ("h1", "h3"), ("h2", "h1"), ("h3", "h0")]
-    flows = start_flows(hosts, pairs, size, qp_type)
-    assert run_flows(hosts, flows, limit=1.0)
-    assert [(f.status, f.verified) for f in flows] == [("ok", True)] * len(pairs)
-    planes = 2 if qp_type == QpType.MRC else 1  # RC stays on one plane
+    flows = workload_flows(pairs, size, seed=3, count=1)
+    jobs = start_flows(hosts, flows, {"size": size, "qp_type": qp_type}, seed=3)
+    fab.sched.run(until=1.0)
+    assert [(f.writer["errors"], f.sink["errors"], f.verified) for f in flows] == \
+        [([], [], True)] * len(pairs)
+    planes = 2 if qp_type == "MRC" else 1  # RC stays on one plane
     rate = topo.links[0].params.rate_bps * planes
     for f in flows:
-        assert f.finished_at is not None and f.finished_at > size * 8 / rate
-        assert f.stats["tx_data"] >= size // topo.fabric.mtu
-    # every switch forwarded only what hosts sent: the frames out of the hosts went through
+        assert f.writer["completed_wrs"] == 3 and f.sink["imm_completions"] == 1
+        assert f.writer["seconds"] > size * 8 / rate
+        assert [b for _t, b in f.writer["progress"]] == [0, 256 << 10, 512 << 10, size]
+        assert f.writer["qp_stats"]["tx_data"] >= size // topo.fabric.mtu
+    # a finished flow leaves no QP behind (the jobs release theirs, as the emulation's do)
+    assert all(not h.core.qp_numbers() for h in hosts.values())
+    assert all(j.flow.writer["qp_state"] == "RTS" for j in jobs)  # read before release
     sent = sum(h.tx_frames for h in hosts.values())
     got = sum(h.rx_frames for h in hosts.values())
     assert 0 < got <= sent
+
+
+def test_bytes_other_than_the_writer_data_are_not_verified() -> None:
+    """The check is real: a byte of the source changed after the expected hash was taken
+    (before it was sent) arrives as it is, and the flow is not verified."""
+    topo = load("clos-1p")
+    fab, hosts = _hosts(topo, PathMode.ECMP)
+    size = 512 * 1024
+    flows = workload_flows([("h0", "h1"), ("h1", "h0")], size, seed=1, count=1)
+    jobs = start_flows(hosts, flows, {"size": size, "qp_type": "MRC"}, seed=1)
+    # the second writer's last byte (its own: the windows of the stream overlap, this one is
+    # past the first's end), in a work request not posted yet
+    jobs[1].data[size - 1] ^= 0xFF
+    fab.sched.run(until=1.0)
+    assert [f.sink["errors"] for f in flows] == [[], []]  # the transport did its job
+    assert [f.verified for f in flows] == [True, False]

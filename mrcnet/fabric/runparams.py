@@ -1,0 +1,55 @@
+"""What a run gives its agents and their QPs, from the topology and the run's options: the
+transport part of every agent's configuration, the core tuning, the workloads' ACK timeout.
+
+The orchestrator writes these into the agents' configuration files and job files; the
+simulator (mrcnet/sim) builds its hosts and QPs from the same functions, so a simulated run
+and an emulated one configure the transport alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mrcnet.fabric.plan import FabricPlan
+from topologies.model import PathMode
+
+CC_CHOICES = ("nscc", "fixed")  # a run's congestion control: CC profile 1 (NSCC) or none
+ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
+MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
+
+
+def ack_timeout_exponent(base_rtt_s: float) -> int:
+    """The mrc.h timeout exponent of the workloads' QPs: the smallest whose timeout
+    (1.024 us x 2^N) covers ACK_TIMEOUT_RTTS base RTTs, at least MIN_ACK_TIMEOUT. A timeout is
+    a last resort; a fixed one would be 60 RTTs on a 2 ms fabric and 12 on an 11 ms one."""
+    n = MIN_ACK_TIMEOUT
+    while n < 24 and 1.024e-6 * (1 << n) < ACK_TIMEOUT_RTTS * base_rtt_s:
+        n += 1
+    return n
+
+
+def core_tuning() -> dict[str, float | int | None]:
+    """Transport-core knobs for the agents (hosts/agent/config.py CORE_KNOBS): the core's
+    defaults (1 ms EV-probe interval, 5 ms endpoint timeout) are sized for real NICs, and at
+    the emulation's millisecond RTTs every late probe answer would become a timeout and a new
+    probe: EV probes every 50 ms, answers awaited 250 ms. recovery:metrics_updated every 10 ms
+    per QP: the window, RTT, ECN and penalty in qlog."""
+    return {"ev_probe_interval": 0.05, "endpoint_timeout": 0.25, "cc_log_interval": 0.01}
+
+
+def agent_transport(plan: FabricPlan, host: str, mode: PathMode, window: int,
+                    core: dict[str, Any]) -> dict[str, Any]:
+    """The transport part of ``host``'s agent configuration (hosts/agent/config.py): its
+    ports (interface, MAC, GID, neighbour MAC), EV mode, SRv6 templates, MTU, fixed window
+    and core knobs."""
+    h = plan.host(host)
+    return {
+        "name": host,
+        "ports": [{"ifname": p.ifname, "mac": p.mac, "gid": p.gid,
+                   "neighbor_mac": p.neighbor_mac} for p in h.ports],
+        "ev_mode": mode.value,
+        "srv6_templates": h.srv6_templates,
+        "mtu": plan.topo.fabric.mtu,
+        "cc_window": window,
+        "core": dict(core),
+    }

@@ -1,0 +1,177 @@
+"""Cross-check a simulated run against an emulated one: ``mrcnet sim compare EMU SIM``.
+
+Both runs write results.json with the same workload summary (mrcnet/fabric/workloads.py
+``Workload.summary``): per-flow rows (source, destination, bytes, verified, FCT,
+retransmissions), the workload's retransmitted packets and mechanism counters, and switch
+counter samples. This reads one workload round of each (the first by default) and sets side
+by side, with the relative difference (sim - emu) / emu:
+
+- goodput per source host: the bytes of its verified flows x 8 over its longest FCT (for a
+  permutation: its one flow's rate);
+- FCT p50 / p99 / p100 over the flows (nearest rank: a value some flow had);
+- retransmitted packets, trims at the switches (the last sample's count, since the switches
+  started), trimmed packets the receivers saw (``rx_trimmed``), verified flows, QP errors.
+
+Runs that do not describe the same experiment (topology, workload, QP type, flow pairs,
+size) are compared anyway, under a warning that names what differs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class CompareError(ValueError):
+    """A results file cannot be read or lacks what a comparison needs (said which)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    metric: str
+    emu: float | None
+    sim: float | None
+
+    @property
+    def rel(self) -> float | None:
+        """(sim - emu) / emu; None when either is missing or emu is 0."""
+        if self.emu is None or self.sim is None or self.emu == 0:
+            return None
+        return (self.sim - self.emu) / self.emu
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a comparison reads of one run's workload round."""
+
+    topology: str | None
+    workload: str | None
+    qp: str | None
+    pairs: tuple[tuple[str, str], ...]
+    sizes: tuple[int, ...]
+    goodput: dict[str, float | None]  # source host -> bit/s (None: nothing verified)
+    fcts: list[float]
+    rtx: int | None
+    trims: int | None
+    rx_trimmed: int | None
+    verified: int
+    flows: int
+    qp_errors: int | None
+
+
+def read(path: str | Path) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise CompareError(f"{path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CompareError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise CompareError(f"{path}: not a results.json (a JSON object)")
+    return data
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (no interpolation: a value some flow really had)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))
+    return ordered[int(rank) - 1]
+
+
+def figures(res: dict[str, Any], where: str = "results", round_no: int = 1) -> Figures:
+    """The figures of workload round ``round_no`` (1-based) of a results.json."""
+    workloads = res.get("workloads")
+    if not isinstance(workloads, list) or not workloads:
+        raise CompareError(f"{where}: no workloads (a run without --run?)")
+    if not 1 <= round_no <= len(workloads):
+        raise CompareError(f"{where}: round {round_no} of {len(workloads)}")
+    wl = workloads[round_no - 1]
+    rows = wl.get("per_flow") if isinstance(wl, dict) else None
+    if not isinstance(rows, list):
+        raise CompareError(f"{where}: workload round {round_no} has no per_flow rows")
+    try:
+        by_src: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_src.setdefault(str(r["src"]), []).append(r)
+        goodput: dict[str, float | None] = {}
+        for src, own in by_src.items():
+            ok = [r for r in own if r.get("verified") and r.get("fct_s")]
+            longest = max((float(r["fct_s"]) for r in ok), default=0.0)
+            goodput[src] = (sum(int(r["bytes"]) for r in ok) * 8 / longest
+                            if longest > 0 else None)
+        fcts = [float(r["fct_s"]) for r in rows if r.get("fct_s") is not None]
+        pairs = tuple((str(r["src"]), str(r["dst"])) for r in rows)
+        sizes = tuple(sorted({int(r["bytes"]) for r in rows}))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CompareError(f"{where}: a per_flow row lacks {exc}") from None
+    samples = res.get("samples") or []
+    trims = samples[-1].get("trims") if samples and isinstance(samples[-1], dict) else None
+    mech = wl.get("mechanisms") or {}
+    rtx = wl.get("retransmitted_packets")
+    return Figures(
+        topology=res.get("topology"), workload=wl.get("workload"), qp=wl.get("qp_type"),
+        pairs=pairs, sizes=sizes, goodput=goodput, fcts=fcts,
+        rtx=None if rtx is None else int(rtx),
+        trims=None if trims is None else int(trims),
+        rx_trimmed=int(mech.get("rx_trimmed", 0)) if mech else None,
+        verified=sum(1 for r in rows if r.get("verified")), flows=len(rows),
+        qp_errors=wl.get("qp_errors"))
+
+
+def mismatches(emu: Figures, sim: Figures) -> list[str]:
+    """What makes the two runs different experiments (empty: the same one)."""
+    out = []
+    for name in ("topology", "workload", "qp", "sizes"):
+        a, b = getattr(emu, name), getattr(sim, name)
+        if a != b:
+            out.append(f"{name}: {a} vs {b}")
+    if sorted(emu.pairs) != sorted(sim.pairs):
+        out.append("flow pairs differ (another seed?)")
+    return out
+
+
+def compare(emu: Figures, sim: Figures) -> list[Row]:
+    rows = [Row(f"goodput {h} (bit/s)", emu.goodput.get(h), sim.goodput.get(h))
+            for h in sorted(set(emu.goodput) | set(sim.goodput))]
+    for q in (50, 99, 100):
+        rows.append(Row(f"FCT p{q} (s)", percentile(emu.fcts, q), percentile(sim.fcts, q)))
+    counts = [("retransmitted packets", emu.rtx, sim.rtx),
+              ("switch trims", emu.trims, sim.trims),
+              ("trimmed packets received", emu.rx_trimmed, sim.rx_trimmed),
+              ("verified flows", emu.verified, sim.verified),
+              ("QP errors", emu.qp_errors, sim.qp_errors)]
+    rows += [Row(name, None if a is None else float(a), None if b is None else float(b))
+             for name, a, b in counts]
+    return rows
+
+
+def _num(v: float | None) -> str:
+    if v is None:
+        return "-"
+    if v == int(v) and abs(v) < 1e12:
+        return str(int(v))
+    return f"{v:.6g}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [("metric", "emulation", "simulation", "sim vs emu")]
+    for r in rows:
+        rel = r.rel
+        lines.append((r.metric, _num(r.emu), _num(r.sim), "-" if rel is None else f"{rel:+.1%}"))
+    widths = [max(len(line[i]) for line in lines) for i in range(4)]
+    out = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                     enumerate(zip(line, widths))) for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def compare_files(emu_path: str | Path, sim_path: str | Path, round_no: int = 1
+                  ) -> tuple[list[Row], list[str]]:
+    """(rows, mismatches) of two results.json files; CompareError for unreadable input."""
+    emu = figures(read(emu_path), str(emu_path), round_no)
+    sim = figures(read(sim_path), str(sim_path), 1)
+    return compare(emu, sim), mismatches(emu, sim)
