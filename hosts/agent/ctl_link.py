@@ -39,13 +39,11 @@ import grpc
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto import mrc_ctl_pb2_grpc as pb_grpc
 from hosts.agent.agent import Agent
+from hosts.agent.ctlprofiles import core_cc_profile, core_ev_profile
 from hosts.transport import (
-    CcProfile,
     EndpointResponse,
     EndpointTimeout,
-    EvEntry,
     EvProfile,
-    EvProfileMode,
     EvState,
     EvStateChanged,
 )
@@ -163,15 +161,7 @@ class CtlLink:
             self._cc_profile(cc)
 
     def _core_profile(self, prof: pb.EvProfile) -> EvProfile | None:
-        denied = self.denied.get(prof.id, set())
-        entries = [EvEntry(int(e.value), int(e.port) - 1) for e in prof.evs
-                   if e.port >= 1 and int(e.value) not in denied]
-        if not entries:
-            return None
-        return EvProfile(profile_id=int(prof.id), mode=EvProfileMode.EXP,
-                         path_mode=self.agent.config.ev_mode, entries=entries,
-                         ev_min_active=max(1, int(prof.ev_min_active)),
-                         spray=prof.lb_policy or "rotation")
+        return core_ev_profile(prof, self.agent.config.ev_mode, self.denied.get(prof.id, set()))
 
     def _ev_profile(self, prof: pb.EvProfile) -> None:
         self.profiles[prof.id] = prof
@@ -186,9 +176,8 @@ class CtlLink:
         self.counters["profiles"] += 1
 
     def _cc_profile(self, cc: pb.CcProfile) -> None:
-        params = {f.name: float(v) for f, v in cc.nscc.ListFields()}
         self.agent.call(self.agent.core.set_cc_profile,  # type: ignore[attr-defined]
-                        CcProfile(int(cc.id), cc.algorithm, params))
+                        core_cc_profile(cc))
 
     def _ev_state(self, upd: pb.EvStateUpdate) -> None:
         state = _TO_CORE.get(upd.state)

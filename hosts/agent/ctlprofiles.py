@@ -4,9 +4,8 @@ An EV profile the controller distributes (``pb.EvProfile``: EVs as value@1-based
 denied EVs, ``ev_min_active``, ``lb_policy``) becomes an explicit core ``EvProfile`` (port
 index = port - 1), leaving out the denied EVs so QPs created while one is denied never use
 it; a CC profile becomes a core ``CcProfile`` with its NSCC parameters by name. The
-simulator (mrcnet/sim/control.py) installs these from the controller's profile store; the
-agent's controller link (ctl_link.py, ``CtlLink._core_profile`` and ``_cc_profile``) does the
-same conversion inline today and is meant to call these, so both run one conversion.
+simulator (mrcnet/sim/control.py) installs these from the controller's profile store and the
+agent's controller link (ctl_link.py) from the controller's stream: one conversion.
 """
 
 from __future__ import annotations
