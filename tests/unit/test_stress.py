@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from testbed.stress import Conditions, failed_tests, parse_counts, schedule
 
 
@@ -25,3 +27,18 @@ def test_counts_of_both_passes_and_the_failed_tests() -> None:
     assert counts["passed"] == 1299 + 356  # not the "1 passed" inside the FAILED line
     assert (counts["failed"], counts["skipped"], counts["errors"]) == (1, 1, 2)
     assert failed_tests(log) == ["tests/unit/test_a.py::test_x", "tests/unit/test_b.py::test_y"]
+
+
+def test_a_series_names_its_one_commit_and_refuses_an_unknown_one(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The commit is resolved once, before any round clones anything: a name that is no
+    commit is refused at once (exit 2, the reason), nothing started."""
+    import testbed.stress as stress
+
+    monkeypatch.setattr(stress.os, "geteuid", lambda: 0)
+    started: list[object] = []
+    monkeypatch.setattr(stress, "run_round", lambda *a: started.append(a))
+    with pytest.raises(SystemExit) as exc:
+        stress.main(["--rounds", "1", "--commit", "no-such-revision-anywhere"])
+    assert exc.value.code == 2 and started == []
+    assert "no-such-revision-anywhere: no such commit" in capsys.readouterr().err
