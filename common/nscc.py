@@ -10,7 +10,21 @@ RTT T (``BDP = R x T``): ``scaling_a = BDP / 150000``, ``target = 0.75 T`` when 
 (``T`` otherwise), ``scaling_b = target / T``; ``alpha = 4 scaling_a scaling_b MTU / target``,
 ``fi = 5 MTU scaling_a``, ``fi_scale = 0.25 scaling_a``, ``eta = 0.15 MTU scaling_a``,
 ``gamma = 0.8``, ``max_md_jump = 0.5``, ``qa_gate = 3``, ``qa_threshold = 4 target``,
-``adjust_bytes_threshold = 8 MTU``, ``adjust_period = T``, ``max_cwnd = 1.5 BDP``.
+``adjust_bytes_threshold = 8 MTU``, ``adjust_period = T``, ``max_cwnd = 1.5 BDP`` (but see
+the least target below).
+
+Not the reference's: **a least target of ``TARGET_PACKET_TIMES`` packet times.** The target
+is at least 12 MTU serialisations at the host's rate (``12 x MTU x 8 / R``); when that floor
+lifts it, ``max_cwnd`` grows by the same delay's worth of bytes (``1.5 BDP + (floor - 0.75 T) x
+R / 8``), so the window can still hold the queue the target allows. ``alpha`` (4 scaling_a MTU /
+T) does not change. Why: on the reference network one 4 KiB packet is 0.33 us at a hop and the
+target (9 us) is 27 of them; in this emulation's slow networks (20 Mb/s: BDP 8 packets; 1 Gb/s
+with 5 us links: 10) the RTT is mostly serialisation, and the delay one packet adds at each hop
+in either direction (a data packet behind another flow's, an acknowledgement behind a data
+packet) is most of ``0.75 T``: measured on a permutation over clos-2p, the RTT under load sat at
+1.7-1.8 x the base RTT with the links 60-80 % busy, and NSCC held its windows at a third of the
+ideal rate (docs/fabric.md). Where the BDP is large (100 Mb/s with 1 ms links: 57 packets) the
+floor is below ``0.75 T`` and nothing changes.
 
 ``unmarked_last_hop`` is not the reference's: MRC switches mark no ECN on the last hop (ECN
 means a path problem, for load balancing), so NSCC takes a delay at or above target without
@@ -41,6 +55,7 @@ REFERENCE_RTT_S = 12e-6
 REFERENCE_BDP = REFERENCE_RATE_BPS / 8 * REFERENCE_RTT_S  # 150,000 bytes
 DELAY_EWMA = 0.0125  # weight of a new delay sample in the average delay (htsim's value)
 FAST_INCREASE_DELAY_REF = 1e-6  # "delay ~ 0" in the reference network (htsim: 1 us)
+TARGET_PACKET_TIMES = 12  # the least target delay, in MTU serialisations at the host's rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +80,6 @@ class NsccParams:
     adjust_period: float = 0.0
     delay_ewma: float = DELAY_EWMA
     unmarked_last_hop: bool = False  # the last hop marks no ECN: delay >= target is a mark
-
-    @property
-    def link_rate_bps(self) -> float:
-        """The rate the window was scaled for: max_cwnd = 1.5 x rate x base_rtt."""
-        return self.max_cwnd / 1.5 * 8 / self.base_rtt
 
     @property
     def fast_increase_delay(self) -> float:
@@ -109,12 +119,17 @@ def scaled(rate_bps: float, base_rtt_s: float, mtu: int = 4096,
         raise ValueError("rate, base RTT and MTU must be positive")
     bdp = rate_bps / 8 * base_rtt_s
     target = (0.75 if trimming else 1.0) * base_rtt_s
+    max_cwnd = 1.5 * bdp
+    least = TARGET_PACKET_TIMES * mtu * 8 / rate_bps
+    if least > target:  # a network of a few packets per BDP (module docstring)
+        max_cwnd += (least - target) * rate_bps / 8
+        target = least
     scaling_a = bdp / REFERENCE_BDP
     scaling_b = target / base_rtt_s  # the reference's target / 12 us on its own network
     return NsccParams(
         base_rtt=base_rtt_s,
         target_delay=target,
-        max_cwnd=max(mtu, round(1.5 * bdp)),
+        max_cwnd=max(mtu, round(max_cwnd)),
         mtu=mtu,
         alpha=4.0 * scaling_a * scaling_b * mtu / target,
         fi=5 * mtu * scaling_a,
@@ -125,6 +140,16 @@ def scaled(rate_bps: float, base_rtt_s: float, mtu: int = 4096,
         adjust_period=base_rtt_s,
         unmarked_last_hop=unmarked_last_hop,
     )
+
+
+def rate_for(max_cwnd: float, base_rtt_s: float, mtu: int = 4096) -> float:
+    """The link rate for which ``scaled(rate, base_rtt_s, mtu)`` (trimming) gives ``max_cwnd``:
+    ``max_cwnd / 1.5`` is the BDP, unless the least target lifted the window, then
+    ``max_cwnd = 0.75 BDP + TARGET_PACKET_TIMES x MTU``."""
+    rate = max_cwnd / 1.5 * 8 / base_rtt_s
+    if TARGET_PACKET_TIMES * mtu * 8 / rate > 0.75 * base_rtt_s:
+        rate = max(max_cwnd - TARGET_PACKET_TIMES * mtu, 0.0) / 0.75 * 8 / base_rtt_s
+    return rate
 
 
 def reference(mtu: int = 4096) -> NsccParams:
@@ -157,13 +182,14 @@ def profile_fields(p: NsccParams) -> dict[str, float | int | bool]:
 def from_profile_fields(fields: Mapping[str, float], mtu: int) -> NsccParams:
     """Parameters from a distributed CC profile (field names of ``profile_fields``; absent
     fields are proto defaults, i.e. left out). What the profile does not give comes from the
-    scaling rules of the network it names: its base RTT and max_cwnd (rate = max_cwnd / 1.5 /
-    base RTT), else the reference network. Raises ValueError when the result cannot run."""
+    scaling rules of the network it names: its base RTT and max_cwnd (the rate ``scaled`` gives
+    that window, ``rate_for``), else the reference network. Raises ValueError when the result
+    cannot run."""
     scale_mtu = int(fields.get("mtu", 0)) or mtu
     base_ns = float(fields.get("base_rtt_ns", 0.0))
     if base_ns > 0:
         cwnd = float(fields.get("max_cwnd", 0))
-        rate = cwnd / 1.5 * 8 / (base_ns * 1e-9) if cwnd > 0 else REFERENCE_RATE_BPS
+        rate = rate_for(cwnd, base_ns * 1e-9, scale_mtu) if cwnd > 0 else REFERENCE_RATE_BPS
         base = scaled(rate, base_ns * 1e-9, scale_mtu)
     else:
         base = reference(scale_mtu)

@@ -26,7 +26,8 @@ details noted below), per SACK with ``nrb`` newly received bytes and delay ``d``
 A trimmed packet's NACK (TRIMMED, TRIMMED_LASTHOP) arms quick adapt and, if it does not fire,
 takes the packet's size off the window; so does every inferred loss (timeout, fast loss,
 probe, per-packet timer). Samples come without the responder's service time; the base RTT is
-the smallest sample (``max_wnd`` follows it down: 1.5 x rate x base RTT). The average delay
+the smallest sample (``max_wnd`` follows it down in proportion: 1.5 x rate x base RTT
+where the least target does not apply, common/nscc.py). The average delay
 is an EWMA (weight ``delay_ewma``); a trim counts as a sample of one base RTT of delay.
 
 Not the reference's: with ``unmarked_last_hop`` (the fabric marks no ECN on the last hop, as
@@ -69,7 +70,6 @@ class Nscc:
             raise ValueError(f"NSCC parameters: {problem}")
         self.p = params
         self.mtu = mtu  # the QP's packet size: the least window
-        self.rate_bps = params.link_rate_bps
         self.base_rtt = params.base_rtt
         self.max_wnd = float(max(mtu, params.max_cwnd))
         self.cwnd = self.max_wnd  # the reference starts at the largest window
@@ -206,7 +206,7 @@ class Nscc:
         # path (it would shrink max_wnd for good)
         if 0.5 * self.p.base_rtt <= rtt < self.base_rtt:
             self.base_rtt = rtt
-            self.max_wnd = max(float(self.mtu), 1.5 * self.rate_bps / 8 * rtt)
+            self.max_wnd = max(float(self.mtu), self.p.max_cwnd * rtt / self.p.base_rtt)
 
     def _update_delay(self, delay: float) -> None:
         w = self.p.delay_ewma

@@ -394,7 +394,7 @@ class Qp:
             min_active=profile.ev_min_active,
             seed=seed,
             emit=self._on_ev_change,
-            policy=factory(len(entries), seed),
+            policy=factory([e.port for e in entries], seed),
         )
         self.ev.set_masks(local_mask=self.host.port_status_mask)
 

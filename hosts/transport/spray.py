@@ -8,16 +8,22 @@ that arrived unmarked (only when the policy ``wants_deliveries``), ``on_signal``
 (SACK m=SKIP_ONCE), NACK (trimmed), LOSS (inferred) or TIMEOUT on one EV.
 
 Policies, chosen by name per EV profile (``EvProfile.spray``, ``SPRAY_POLICIES``) unless
-``HostConfig.spray_factory(n_evs, seed)`` supplies one:
+``HostConfig.spray_factory(ports, seed)`` supplies one (``ports``: each EV's NIC port, i.e.
+its plane):
 
 - ``rotation`` (``FixedRotation``, the default): a seeded pseudo-random permutation of all EVs
   walked round-robin over the usable ones; feedback acts only through the EV states.
-- ``reps`` (``Reps``): recycled entropies. EVs whose packets came back unmarked go into a
-  small ring (16 entries) and carry the next packets, each once; when no fresh entry is left a
-  random usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round
-  robin, fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets
-  explore. ECN-marked, trimmed and lost packets are simply not recycled, so a congested path
-  gets fewer packets the more of them it marks.
+- ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane, the planes with
+  a usable EV in turn. In one plane: EVs whose packets came back unmarked go into a small ring
+  (16 entries) and carry the next packets, each once; when no fresh entry is left a random
+  usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round robin,
+  fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets explore.
+  ECN-marked, trimmed and lost packets are simply not recycled, so a congested path gets fewer
+  packets the more of them it marks. Why planes in turn: one ring over all planes fills with
+  the EVs of whichever plane answered last, and the NIC's ports then carry unequal shares
+  while each has a queue of its own: measured on a permutation over clos-2p at 1 Gb/s, the
+  uplinks of one plane 99 % busy and of the other 60 %, and the RTT 1.7 x the base RTT. A
+  plane that is down or whose EVs are all unusable leaves the turn.
 - ``bitmap`` (``BitmapPenalty``): the rotation, where each EV has a penalty (ECN +1, NACK or
   loss +4, timeout +15, at most 15); an EV with a penalty is skipped and loses one point.
 """
@@ -214,6 +220,65 @@ class Reps:
             self.explore = self.EXPLORE_AFTER_FREEZE
 
 
+class PlaneReps:
+    """``Reps`` per plane (NIC port), the planes that have a usable EV in turn."""
+
+    wants_deliveries = True
+
+    def __init__(self, ports: Sequence[int], seed: int, freeze_s: float = 0.05,
+                 ring: int = 16) -> None:
+        self._plane = list(ports)
+        self.planes = {p: Reps(len(self._plane), seed * 7919 + p, freeze_s, ring)
+                       for p in sorted(set(self._plane))}
+        self._turn: list[Reps] = []  # planes with a usable EV, in port order
+        self._next = 0
+        self._n_usable = 0
+        self._since_round = 0
+
+    def rebuild(self, usable: Sequence[int]) -> None:
+        by_plane: dict[int, list[int]] = {p: [] for p in self.planes}
+        for idx in usable:
+            by_plane[self._plane[idx]].append(idx)
+        for port, reps in self.planes.items():
+            reps.rebuild(by_plane[port])
+        self._turn = [self.planes[p] for p in self.planes if by_plane[p]]
+        self._n_usable = len(usable)
+
+    def pick(self, avoid: int) -> tuple[int, bool]:
+        turn = self._turn
+        if not turn:
+            return -1, False
+        if self._next >= len(turn):
+            self._next = 0
+        reps = turn[self._next]
+        self._next += 1
+        idx = reps.pick(avoid)[0]
+        self._since_round += 1
+        if self._since_round >= self._n_usable:
+            self._since_round = 0
+            return idx, True
+        return idx, False
+
+    def on_delivered(self, indices: Sequence[int], now: float) -> None:
+        plane = self._plane
+        by_plane: dict[int, list[int]] = {}
+        for idx in indices:
+            by_plane.setdefault(plane[idx], []).append(idx)
+        for port, mine in by_plane.items():
+            self.planes[port].on_delivered(mine, now)
+
+    def on_signal(self, index: int, signal: PathSignal, now: float) -> None:
+        self.planes[self._plane[index]].on_signal(index, signal, now)
+
+    @property
+    def recycled(self) -> int:
+        return sum(r.recycled for r in self.planes.values())
+
+    @property
+    def explored(self) -> int:
+        return sum(r.explored for r in self.planes.values())
+
+
 class BitmapPenalty(FixedRotation):
     """The rotation with a per-EV penalty: skipped (and decremented) while positive."""
 
@@ -245,10 +310,21 @@ class BitmapPenalty(FixedRotation):
                                       self.penalty[index] + self.PENALTY[signal])
 
 
-SprayFactory = Callable[[int, int], SprayPolicy]
+SprayFactory = Callable[[Sequence[int], int], SprayPolicy]
+"""(each EV's NIC port, seed) -> a QP's spraying policy."""
+
+
+def _rotation(ports: Sequence[int], seed: int) -> SprayPolicy:
+    return FixedRotation(len(ports), seed)
+
+
+def _bitmap(ports: Sequence[int], seed: int) -> SprayPolicy:
+    return BitmapPenalty(len(ports), seed)
+
+
 SPRAY_POLICIES: dict[str, SprayFactory] = {
-    "rotation": FixedRotation,
-    "reps": Reps,
-    "bitmap": BitmapPenalty,
+    "rotation": _rotation,
+    "reps": PlaneReps,
+    "bitmap": _bitmap,
 }
 """Policies by the name an EV profile gives (``EvProfile.spray``)."""

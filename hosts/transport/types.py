@@ -7,7 +7,7 @@ PSNs inside the core are unbounded integers; only the wire carries them modulo 2
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum, IntFlag
 from typing import TYPE_CHECKING, Any
@@ -314,8 +314,8 @@ class HostConfig:
     mpr_interval: float = 1e-3
     default_cc_window: int = 1 << 30  # bytes, for the default NoCongestionControl
     cc_factory: Callable[[CcProfile | None, int], CongestionControl] | None = None
-    # pluggable policies: (number of EVs, seed) -> spraying policy; (qpn) -> loss detector
-    spray_factory: Callable[[int, int], SprayPolicy] | None = None
+    # pluggable policies: (each EV's NIC port, seed) -> spraying policy; (qpn) -> loss detector
+    spray_factory: Callable[[Sequence[int], int], SprayPolicy] | None = None
     loss_factory: Callable[[int], LossDetector] | None = None
     seed: int = 1  # rotation permutations and request ids (deterministic)
     log_packets: bool = False  # emit a LogRecord per data packet sent/received (costly)

@@ -406,7 +406,7 @@ def test_pluggable_spray_policy_and_loss_detector() -> None:
     class FirstOnly:
         wants_deliveries = False
 
-        def __init__(self, n: int, seed: int) -> None:
+        def __init__(self, ports: Sequence[int], seed: int) -> None:
             self.usable: list[int] = []
 
         def on_delivered(self, indices: Sequence[int], now: float) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 
 import pytest
 
-from common.nscc import NsccParams, from_profile_fields, profile_fields, scaled
+from common.nscc import NsccParams, from_profile_fields, profile_fields, rate_for, scaled
 from hosts.transport.cc import NackFeedback, SackFeedback, congestion_control_factory
 from hosts.transport.nscc import NSCC, Nscc
 from hosts.wire import NackReason
@@ -193,7 +193,7 @@ def test_receiver_penalty_shrinks_the_window_and_restore_brings_it_back() -> Non
 
 def test_a_smaller_rtt_lowers_the_base_rtt_and_the_window_limit() -> None:
     cc = make()
-    # rate = 100000 / 1.5 x 8 / 100 us; max_wnd = 1.5 x rate / 8 x 80 us = 80,000
+    # max_wnd follows the base RTT down in proportion: 100,000 x 80 us / 100 us
     assert sack(cc, 10, 1000, 80) == pytest.approx(80_000)
     assert cc.base_rtt == pytest.approx(80 * US) and cc.max_wnd == pytest.approx(80_000)
 
@@ -214,17 +214,19 @@ def test_the_log_data_carries_window_rtt_delay_and_penalty() -> None:
 
 
 def test_profile_fields_round_trip_and_missing_fields_follow_the_scaling_rules() -> None:
-    ref = scaled(1e9, 200 * US, 4096, unmarked_last_hop=True)
-    back = from_profile_fields(profile_fields(ref), 4096)
-    assert back.unmarked_last_hop
-    assert back.base_rtt == pytest.approx(ref.base_rtt) and back.max_cwnd == ref.max_cwnd
-    assert back.alpha == pytest.approx(ref.alpha) and back.fi == pytest.approx(ref.fi)
-    assert back.link_rate_bps == pytest.approx(1e9)
-    # only the network: everything else is derived from it
-    partial = from_profile_fields({"base_rtt_ns": 200_000, "max_cwnd": ref.max_cwnd,
-                                   "unmarked_last_hop": True}, 4096)
-    for f in dataclasses.fields(ref):
-        assert getattr(partial, f.name) == pytest.approx(getattr(ref, f.name)), f.name
+    for rate in (10e9, 1e9):  # BDP 61 packets (reference rules) and 6 (the least target)
+        ref = scaled(rate, 200 * US, 4096, unmarked_last_hop=True)
+        back = from_profile_fields(profile_fields(ref), 4096)
+        assert back.unmarked_last_hop
+        assert back.base_rtt == pytest.approx(ref.base_rtt) and back.max_cwnd == ref.max_cwnd
+        assert back.alpha == pytest.approx(ref.alpha) and back.fi == pytest.approx(ref.fi)
+        assert rate_for(ref.max_cwnd, 200 * US, 4096) == pytest.approx(rate, rel=1e-4)
+        # only the network: everything else is derived from it
+        partial = from_profile_fields({"base_rtt_ns": 200_000, "max_cwnd": ref.max_cwnd,
+                                       "unmarked_last_hop": True}, 4096)
+        for f in dataclasses.fields(ref):
+            assert getattr(partial, f.name) == pytest.approx(getattr(ref, f.name),
+                                                             rel=1e-4), f.name
     # an empty profile: the reference network
     assert from_profile_fields({}, 4096).max_cwnd == round(1.5 * 150_000)
     with pytest.raises(ValueError, match="gamma"):
@@ -238,8 +240,8 @@ def test_the_algorithm_is_registered_under_the_profile_name() -> None:
 
     factory = congestion_control_factory(NSCC)
     assert factory is not None and NSCC == "uet-1.0-nscc"
-    cc = factory(CcSetup(0x10, 4096, 1 << 30, profile_fields(scaled(1e9, 200 * US))))
-    assert isinstance(cc, Nscc) and cc.cwnd == round(1.5 * 1e9 / 8 * 200 * US)
+    cc = factory(CcSetup(0x10, 4096, 1 << 30, profile_fields(scaled(10e9, 200 * US))))
+    assert isinstance(cc, Nscc) and cc.cwnd == round(1.5 * 10e9 / 8 * 200 * US)
 
 
 def test_with_an_unmarked_last_hop_a_standing_delay_above_target_is_a_mark() -> None:
@@ -269,11 +271,16 @@ def test_with_an_unmarked_last_hop_a_standing_delay_above_target_is_a_mark() -> 
 def test_the_scaling_is_the_same_per_rtt_when_time_is_stretched() -> None:
     """Same BDP, RTT 10x longer at a 10x lower rate: every rule moves the window by the same
     bytes per RTT (the reference's 12 us appears only as its own network's RTT)."""
-    fast, slow = scaled(1e9, 200 * US), scaled(1e8, 2000 * US)
-    assert fast.max_cwnd == slow.max_cwnd and fast.fi == pytest.approx(slow.fi)
-    # proportional increase of a window at zero delay: alpha x target = 4 sa (0.75) MTU
-    sa = 1e9 / 8 * 200 * US / 150_000
-    for p in (fast, slow):
-        assert p.alpha * p.target_delay == pytest.approx(4 * sa * 0.75 * 4096)
+    for rate in (10e9, 1e9):  # the least target applies at 1 Gb/s: 12 packet times
+        fast, slow = scaled(rate, 200 * US), scaled(rate / 10, 2000 * US)
+        assert fast.max_cwnd == slow.max_cwnd and fast.fi == pytest.approx(slow.fi)
+        assert slow.target_delay == pytest.approx(10 * fast.target_delay)
+        # proportional increase of a window at zero delay: alpha x 0.75 base RTT = 4 sa 0.75 MTU
+        sa = rate / 8 * 200 * US / 150_000
+        for p in (fast, slow):
+            assert p.alpha * 0.75 * p.base_rtt == pytest.approx(4 * sa * 0.75 * 4096)
+    # the least target: max(0.75 x 200 us, 12 x 4096 x 8 / 1 Gb/s = 393.216 us)
+    assert scaled(1e9, 200 * US).target_delay == pytest.approx(393.216 * US)
+    assert scaled(10e9, 200 * US).target_delay == pytest.approx(150 * US)
     ref = scaled(100e9, 12 * US)  # on the reference network: target / 12 us exactly
     assert ref.alpha == pytest.approx(4.0 * 1 * (9 / 12) * 4096 / (9 * US))

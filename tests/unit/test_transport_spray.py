@@ -169,3 +169,37 @@ def test_ecn_on_some_evs_moves_traffic_away_with_reps() -> None:
         share[policy] = sum(tx.ev in hot for tx in steady) / len(steady)
     even = 4 / 16
     assert share["reps"] < even / 3 < share["rotation"]
+
+
+def test_plane_reps_takes_the_planes_in_turn_and_recycles_within_a_plane() -> None:
+    from hosts.transport.spray import SPRAY_POLICIES, PlaneReps
+
+    ports = [0, 1] * 8  # EV i on plane i % 2
+    reps = SPRAY_POLICIES["reps"](ports, 7)
+    assert isinstance(reps, PlaneReps)
+    reps.rebuild(range(16))
+    picks = [reps.pick(-1)[0] for _ in range(40)]
+    assert [ports[i] for i in picks] == [0, 1] * 20  # the NIC's ports get equal shares
+    # clean EVs of plane 0 only: plane 0's turns recycle them (oldest first), plane 1 explores
+    reps.on_delivered([2, 4, 6], now=0.0)
+    before = reps.planes[1].explored
+    picks = [reps.pick(-1)[0] for _ in range(6)]
+    assert picks[0::2] == [2, 4, 6] and all(ports[i] == 1 for i in picks[1::2])
+    assert reps.planes[1].explored == before + 3 and reps.recycled == 3
+    # a plane without a usable EV leaves the turn
+    reps.rebuild([i for i in range(16) if ports[i] == 1])
+    assert {ports[reps.pick(-1)[0]] for _ in range(10)} == {1}
+    reps.rebuild([])
+    assert reps.pick(-1) == (-1, False)
+
+
+def test_plane_reps_ends_a_round_per_usable_ev_and_freezes_only_the_timed_out_plane() -> None:
+    from hosts.transport.spray import PathSignal, PlaneReps
+
+    ports = [0, 0, 1, 1]
+    reps = PlaneReps(ports, seed=1, freeze_s=0.1)
+    reps.rebuild([0, 1, 2])
+    assert [reps.pick(-1)[1] for _ in range(6)] == [False, False, True] * 2
+    reps.on_signal(3, PathSignal.TIMEOUT, now=1.0)
+    assert reps.planes[1].frozen_until == pytest.approx(1.1)
+    assert reps.planes[0].frozen_until is None
