@@ -36,8 +36,11 @@ def test_plan_names_addresses_and_specs(clos2: Any) -> None:
     assert port1.neighbor_mac == mac(clos2, "p1-leaf1", 1)
     leaf = next(s for s in plan.switches if s.name == "p0-leaf0")
     assert set(leaf.ingress) == {1, 2}  # host-facing ports shaped in both directions
-    # the host direction queues by class (the NIC's priorities: ACKs not behind data)
-    assert leaf.ingress[1] == leaf.egress[1] + ",nicprio=1"
+    # the host direction queues by class (the NIC's priorities: ACKs not behind data), and a
+    # NIC's queue holds 1024 MTU frames where the switch's holds 32 packets / 128 KiB
+    assert leaf.egress[1] == "rate=1e+09,delay=5e-06,loss=0,qpkts=32,qbytes=131072"
+    assert leaf.ingress[1] == (f"rate=1e+09,delay=5e-06,loss=0,qpkts=1024,qbytes={1024 * 4096},"
+                               "nicprio=1")
     assert leaf.egress[3] == "rate=1e+09,delay=5e-06,loss=0,qpkts=32,qbytes=131072"
     with pytest.raises(PlanError, match="longer than 15"):
         make_plan(clos2, PathMode.STEV, "averylongpfx")

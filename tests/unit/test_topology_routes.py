@@ -225,8 +225,10 @@ def test_usid_entries_and_locator_routes() -> None:
 def test_port_config_last_hop_and_bdp_thresholds() -> None:
     topo = load("clos-2p")
     tables = switch_tables(topo, PathMode.ECMP)
-    bdp_bytes = 1e9 * base_rtt(topo) / 8  # every link of clos-2p runs at 1 Gb/s
-    assert 0.5 * bdp_bytes > 4096 and 1.5 * bdp_bytes < 32 * 4096 - 4096  # no clamping here
+    # every link of clos-2p runs at 1 Gb/s: a BDP of 5.3 packets, so the least BDP, 12 MTUs
+    assert 1e9 * base_rtt(topo) / 8 < 12 * 4096
+    bdp_bytes = 12 * 4096
+    assert 1.5 * bdp_bytes < 32 * 4096 - 4096  # no clamping here
     for name, tab in tables.items():
         for port, cfg in tab.port_config.items():
             facing_host = topo.node(topo.peer(name, port).node).kind == NodeKind.HOST
@@ -252,6 +254,7 @@ def test_port_thresholds_are_clamped_to_the_queue_and_at_least_one_mtu() -> None
         .replace("  - leaf0:4 -- spine1:1",
                  '  - {a: "leaf0:4", b: "spine1:1", rate: 100Gbps, queue_bytes: 20000}')
         .replace("  - leaf1:3 -- spine0:2", '  - {a: "leaf1:3", b: "spine0:2", rate: 1Mbps}')
+        .replace("  - leaf1:4 -- spine1:2", '  - {a: "leaf1:4", b: "spine1:2", queue_packets: 1}')
         .replace("  - h1:0 -- leaf0:2", '  - {a: "h1:0", b: "leaf0:2", rate: 0}')
     )  # fmt: skip
     tables = switch_tables(loads(text), PathMode.ECMP)
@@ -260,19 +263,20 @@ def test_port_thresholds_are_clamped_to_the_queue_and_at_least_one_mtu() -> None
         for sw, tab in tables.items()
         for port, cfg in tab.port_config.items()
     }
-    # 1 Gb/s x 200 us = 25000 B BDP; ECN 0.5, trim 1.0, last-hop trim 1.5 BDP; MTU 4096;
-    # default queues 32 packets / 128 KiB = 131072 B, thresholds at most capacity - MTU.
+    # 1 Gb/s x 200 us = 25000 B BDP, under the least BDP of 12 MTUs (49152 B); ECN 0.5, trim
+    # 1.0, last-hop trim 1.5 BDP; default queues 32 packets / 128 KiB = 131072 B, thresholds
+    # at most capacity - MTU; 100 Gb/s x 200 us = 2.5 MB: the queue bound.
     want = {
-        ("leaf0", 1): (0, 37500, True),
+        ("leaf0", 1): (0, 73728, True),
         ("leaf0", 2): (0, 131072 - 4096, True),  # unlimited rate: the queue bound
-        ("leaf1", 1): (0, 37500, True),
-        ("leaf1", 2): (0, 37500, True),
+        ("leaf1", 1): (0, 73728, True),
+        ("leaf1", 2): (0, 73728, True),
     }
     for ends, value in (
         ((("leaf0", 3), ("spine0", 1)), (8 * 4096 - 4096,) * 2),  # 8-packet queue
         ((("leaf0", 4), ("spine1", 1)), (20000 - 4096,) * 2),  # 20000-byte queue
-        ((("leaf1", 3), ("spine0", 2)), (4096, 4096)),  # 25-byte BDP: one MTU
-        ((("leaf1", 4), ("spine1", 2)), (12500, 25000)),
+        ((("leaf1", 3), ("spine0", 2)), (24576, 49152)),  # 25-byte BDP: the least BDP
+        ((("leaf1", 4), ("spine1", 2)), (4096, 4096)),  # a one-packet queue: one MTU
     ):
         for end in ends:
             want[end] = (*value, False)
