@@ -1,4 +1,9 @@
-"""``cc.png``: one QP's congestion control over time, from its qlog ``mrc:qp_metrics`` samples.
+"""``cc.png``: one QP's congestion control over time, from its qlog.
+
+The samples are the core's ``recovery:metrics_updated`` records (``mrc:recovery_metrics_updated``
+in the qlog, every ``cc_log_interval``: 10 ms of the run's clock in fabric runs) when the QP
+has any, else the agent's periodic ``mrc:qp_metrics`` records (their ``cc`` part, every 0.5 s
+of wall time): a window that moves within an RTT needs the former.
 
 Three rows: the NSCC window (``cwnd``, with ``max_wnd``), the RTT the controller reacts to
 (its last sample and the averaged queueing delay, against the target delay), and the share
@@ -14,7 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hosts.agent.qlog import event_name
+from hosts.transport.lognames import METRICS_UPDATED, QP_METRICS
 from mrcnet.fabric.plotkit import Run
+
+CC_SAMPLE = event_name(METRICS_UPDATED)  # the core's congestion-control samples in a qlog
 
 
 class CcPlotError(ValueError):
@@ -57,13 +66,18 @@ def series(run_dir: Path, host: str, qpn: int, wall_t0: float) -> CcSeries:
     except (OSError, ValueError):
         return out
     ref = float(header["trace"]["common_fields"]["reference_time"]) / 1000.0
+    fine = [ev.get("data") for ev in events if ev.get("name") == CC_SAMPLE]
+    coarse = [ev.get("data", {}).get("cc") for ev in events if ev.get("name") == QP_METRICS]
+    times = [ev["time"] for ev in events if ev.get("name") == CC_SAMPLE]
+    if not any(isinstance(d, dict) and "target_delay" in d for d in fine):
+        fine = coarse
+        times = [ev["time"] for ev in events if ev.get("name") == QP_METRICS]
     last: tuple[int, int] | None = None
-    for ev in events:
-        raw = ev.get("data", {}).get("cc") if ev.get("name") == "mrc:qp_metrics" else None
+    for raw, ms in zip(fine, times, strict=True):
         if not isinstance(raw, dict) or "target_delay" not in raw:
             continue
         cc: dict[str, Any] = raw
-        out.t.append(ref + float(ev["time"]) / 1000.0 - wall_t0)
+        out.t.append(ref + float(ms) / 1000.0 - wall_t0)
         out.cwnd.append(float(cc["cwnd"]))
         out.max_wnd.append(float(cc.get("max_wnd", cc["cwnd"])))
         rtt = cc.get("rtt")

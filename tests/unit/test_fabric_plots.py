@@ -181,6 +181,24 @@ def test_the_nscc_plot_of_a_chosen_qp(tmp_path: Path) -> None:
     assert tmp_path / "cc.png" in paths and (tmp_path / "cc.png").stat().st_size > 0
 
 
+def test_the_nscc_plot_prefers_the_cores_fine_samples(tmp_path: Path) -> None:
+    """A QP with the core's recovery:metrics_updated records (every 10 ms in fabric runs) is
+    plotted from those, not from the agent's 0.5 s qp_metrics."""
+    from mrcnet.fabric import ccplot
+
+    wall0 = 1_700_000_000.0
+    w = _writer(tmp_path, "h2", 7, "MRC", wall0)
+    w.event(7, "mrc:qp_metrics", {"cc": {"cwnd": 1.0, "target_delay": 0.003}}, 0.5)
+    for i in range(50):  # every 10 ms
+        w.event(7, "recovery:metrics_updated",
+                {"cwnd": 1000.0 + i, "max_wnd": 2000.0, "rtt": 0.004, "avg_delay": 0.001,
+                 "target_delay": 0.003, "sacks": i, "ecn": 0}, 0.01 * i)
+    w.close()
+    s = ccplot.chosen(tmp_path, wall0, "h2:7")
+    assert s is not None and len(s.t) == 50 and s.cwnd[-1] == 1049.0
+    assert s.t[1] - s.t[0] == pytest.approx(0.01)
+
+
 def test_a_released_qp_leaves_the_current_ev_states() -> None:
     from common.proto import mrc_ctl_pb2 as pb
     from mrcnet.fabric.liveview import EvTracker
