@@ -14,7 +14,8 @@ its plane):
 - ``rotation`` (``FixedRotation``, the default): a seeded pseudo-random permutation of all EVs
   walked round-robin over the usable ones; feedback acts only through the EV states.
 - ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane, the planes with
-  a usable EV in turn. In one plane: EVs whose packets came back unmarked go into a small ring
+  a usable EV in turn, skipping a plane with no clean EV to recycle while another has one
+  (so a plane whose packets come back marked gets fewer). In one plane: EVs whose packets came back unmarked go into a small ring
   (16 entries) and carry the next packets, each once; when no fresh entry is left a random
   usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round robin,
   fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets explore.
@@ -193,6 +194,10 @@ class Reps:
                 return idx, self._round()
         return self._random(avoid), self._round()
 
+    def has_fresh(self) -> bool:
+        """An EV came back clean and was not reused yet (or the ring is frozen: reuse it)."""
+        return self._nfresh > 0 or self.frozen_until is not None
+
     def on_delivered(self, indices: Sequence[int], now: float) -> None:
         self._thaw(now)
         ring, fresh = self._ring, self._fresh
@@ -248,11 +253,15 @@ class PlaneReps:
         turn = self._turn
         if not turn:
             return -1, False
-        if self._next >= len(turn):
-            self._next = 0
-        reps = turn[self._next]
-        self._next += 1
-        idx = reps.pick(avoid)[0]
+        n = len(turn)
+        start = self._next % n
+        pos = start
+        for k in range(n):  # the next plane in turn that has a clean EV to recycle
+            if turn[(start + k) % n].has_fresh():
+                pos = (start + k) % n
+                break
+        self._next = pos + 1
+        idx = turn[pos].pick(avoid)[0]
         self._since_round += 1
         if self._since_round >= self._n_usable:
             self._since_round = 0

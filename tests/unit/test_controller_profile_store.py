@@ -348,11 +348,11 @@ def test_nscc_defaults_follow_the_reference_formulas() -> None:
     assert small.fi == pytest.approx(5 * 4096 * bdp / 150_000, rel=1e-6)
     assert (small.gamma, small.max_md_jump, small.qa_gate) == (pytest.approx(0.8), 0.5, 3)
     assert small.adjust_bytes_threshold == 8 * 4096 and small.adjust_period_threshold_ns == 200_000
-    # BDP of 6 packets: the target is 12 packet times (393.216 us, not 150 us) and the window
+    # BDP of 6 packets: the target is 20 packet times (655.36 us, not 150 us) and the window
     # grows by the difference's bytes; alpha is still 4 x scaling_a x MTU / base RTT
     tiny = nscc_defaults(1e9, 200e-6, mtu=4096, trimming=True)
-    assert tiny.target_delay_ns == 393_216 and tiny.qa_threshold_ns == 4 * 393_216
-    assert tiny.max_cwnd == round(1.5 * 25_000 + (393.216e-6 - 150e-6) * 1e9 / 8)  # 67,902
+    assert tiny.target_delay_ns == 655_360 and tiny.qa_threshold_ns == 4 * 655_360
+    assert tiny.max_cwnd == round(1.5 * 25_000 + (655.36e-6 - 150e-6) * 1e9 / 8)  # 100,670
     assert tiny.alpha == pytest.approx(4.0 * (25_000 / 150_000) * 4096 / 200_000, rel=1e-6)
 
 

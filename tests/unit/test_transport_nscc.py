@@ -12,7 +12,14 @@ import dataclasses
 
 import pytest
 
-from common.nscc import NsccParams, from_profile_fields, profile_fields, rate_for, scaled
+from common.nscc import (
+    TARGET_PACKET_TIMES,
+    NsccParams,
+    from_profile_fields,
+    profile_fields,
+    rate_for,
+    scaled,
+)
 from hosts.transport.cc import NackFeedback, SackFeedback, congestion_control_factory
 from hosts.transport.nscc import NSCC, Nscc
 from hosts.wire import NackReason
@@ -271,7 +278,7 @@ def test_with_an_unmarked_last_hop_a_standing_delay_above_target_is_a_mark() -> 
 def test_the_scaling_is_the_same_per_rtt_when_time_is_stretched() -> None:
     """Same BDP, RTT 10x longer at a 10x lower rate: every rule moves the window by the same
     bytes per RTT (the reference's 12 us appears only as its own network's RTT)."""
-    for rate in (10e9, 1e9):  # the least target applies at 1 Gb/s: 12 packet times
+    for rate in (10e9, 1e9):  # the least target applies at 1 Gb/s: 20 packet times
         fast, slow = scaled(rate, 200 * US), scaled(rate / 10, 2000 * US)
         assert fast.max_cwnd == slow.max_cwnd and fast.fi == pytest.approx(slow.fi)
         assert slow.target_delay == pytest.approx(10 * fast.target_delay)
@@ -279,8 +286,9 @@ def test_the_scaling_is_the_same_per_rtt_when_time_is_stretched() -> None:
         sa = rate / 8 * 200 * US / 150_000
         for p in (fast, slow):
             assert p.alpha * 0.75 * p.base_rtt == pytest.approx(4 * sa * 0.75 * 4096)
-    # the least target: max(0.75 x 200 us, 12 x 4096 x 8 / 1 Gb/s = 393.216 us)
-    assert scaled(1e9, 200 * US).target_delay == pytest.approx(393.216 * US)
+    # the least target: max(0.75 x 200 us, 20 x 4096 x 8 / 1 Gb/s = 655.36 us)
+    assert TARGET_PACKET_TIMES == 20
+    assert scaled(1e9, 200 * US).target_delay == pytest.approx(655.36 * US)
     assert scaled(10e9, 200 * US).target_delay == pytest.approx(150 * US)
     ref = scaled(100e9, 12 * US)  # on the reference network: target / 12 us exactly
     assert ref.alpha == pytest.approx(4.0 * 1 * (9 / 12) * 4096 / (9 * US))

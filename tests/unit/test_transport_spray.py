@@ -180,12 +180,18 @@ def test_plane_reps_takes_the_planes_in_turn_and_recycles_within_a_plane() -> No
     reps.rebuild(range(16))
     picks = [reps.pick(-1)[0] for _ in range(40)]
     assert [ports[i] for i in picks] == [0, 1] * 20  # the NIC's ports get equal shares
-    # clean EVs of plane 0 only: plane 0's turns recycle them (oldest first), plane 1 explores
+    # clean EVs came back on plane 0 only: plane 1 (nothing clean to recycle) is skipped
+    # until they are used, oldest first; then the planes explore in turn again
     reps.on_delivered([2, 4, 6], now=0.0)
     before = reps.planes[1].explored
-    picks = [reps.pick(-1)[0] for _ in range(6)]
-    assert picks[0::2] == [2, 4, 6] and all(ports[i] == 1 for i in picks[1::2])
-    assert reps.planes[1].explored == before + 3 and reps.recycled == 3
+    picks = [reps.pick(-1)[0] for _ in range(7)]
+    assert picks[:3] == [2, 4, 6] and reps.recycled == 3
+    assert [ports[i] for i in picks[3:]] in ([0, 1, 0, 1], [1, 0, 1, 0])
+    assert reps.planes[1].explored == before + 2
+    # both planes with clean EVs: in turn
+    reps.on_delivered([8, 10], now=0.0)
+    reps.on_delivered([9, 11], now=0.0)
+    assert sorted(reps.pick(-1)[0] for _ in range(4)) == [8, 9, 10, 11]
     # a plane without a usable EV leaves the turn
     reps.rebuild([i for i in range(16) if ports[i] == 1])
     assert {ports[reps.pick(-1)[0]] for _ in range(10)} == {1}
