@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from controller.profile_store import LB_POLICIES
 from mrcnet.cmd_up import DEFAULT_SIZE
-from mrcnet.fabric.runparams import CC_CHOICES
 from topologies.model import PathMode
 
 
@@ -40,12 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default=DEFAULT_SIZE,
                         help=f"bytes per flow (default {DEFAULT_SIZE}, as mrcnet up)")
     parser.add_argument("--cc", default="fixed",
-                        help=f"congestion control of the workloads' QPs ({', '.join(CC_CHOICES)})"
-                             ": the fixed window (--window, default) or NSCC (the run's CC "
-                             "profile 1)")
+                        help="congestion control of the workloads' QPs: fixed, the window "
+                             "of --window (default), or nscc, the run's CC profile 1")
     parser.add_argument("--lb", default="rotation",
-                        help=f"load balancing over the EVs (the run's EV profile; "
-                             f"{', '.join(LB_POLICIES)}): rotation (default), reps or bitmap")
+                        help="load balancing over the EVs (the run's EV profile): "
+                             "rotation (default), reps or bitmap")
     parser.add_argument("--window", default="64KiB",
                         help="bytes in flight per QP with --cc fixed (default 64KiB)")
     parser.add_argument("--rate", default=None, help="rate of every link (default: the file's)")

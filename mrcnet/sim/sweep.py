@@ -226,7 +226,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         plots = [p.name for p in plot(out, rows, swept, topology)]
     doc = {"topology": topology, "runs": n, "jobs": min(jobs, n), "swept": values,
            "interrupted": interrupted, "wall_s": time.monotonic() - t0, "plots": plots,
-        "rows": rows}
+           "rows": rows}
     text = json.dumps(doc, indent=1, sort_keys=True)
     (out / "sweep.json").write_text(text + "\n")
     if interrupted:
