@@ -123,9 +123,17 @@ def _slow_task(task: sweep.Task) -> dict[str, Any]:
 def test_ctrl_c_terminates_the_pool_and_keeps_the_finished_rows(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sweep, "run_task", _slow_task)
+    # mrcnet's main ignores SIGINT and SIGTERM once interrupted (the process is about to
+    # exit); this one is pytest's and goes on, and its later children must not inherit that
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     t0 = time.monotonic()
-    assert main(["sim", "sweep", "clos-2p", "--size", "64KiB,128KiB", "--jobs", "2",
-                 "--out", str(tmp_path)]) == 130
+    try:
+        rc = main(["sim", "sweep", "clos-2p", "--size", "64KiB,128KiB", "--jobs", "2",
+                   "--out", str(tmp_path)])
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+    assert rc == 130
     assert time.monotonic() - t0 < 30
     assert not multiprocessing.active_children()  # every worker is gone
     _, doc = load(tmp_path)
