@@ -4,93 +4,94 @@ no wall-clock fidelity limit. Writes results.json (deterministic: the same input
 same bytes) and perf.json (what the run cost the machine) into a run folder.
 
 `mrcnet sim compare EMU.json SIM.json` sets an emulated run's results beside a simulated
-one's (mrcnet/sim/compare.py)."""
+one's (mrcnet/sim/compare.py). `mrcnet sim sweep TOPOLOGY --size 1MiB,4MiB ...` runs every
+combination of comma-listed option values over a process pool (mrcnet/sim/sweep.py).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from common.units import parse_size
-from controller.profile_store import LB_POLICIES
 from mrcnet.cmd_up import DEFAULT_SIZE
-from mrcnet.fabric.runparams import CC_CHOICES
 from topologies.model import PathMode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # The grid options are read as text (mrcnet/sim/grid.py): `mrcnet sim sweep` takes comma
+    # lists of them, a single run one value each; choices are checked there, with the flag.
     parser.add_argument("topology", nargs="?", default="clos-2p",
                         help="topology name or YAML file (packet fabrics; default clos-2p); "
-                             "or 'compare EMU.json SIM.json'")
+                             "or 'compare EMU.json SIM.json'; or 'sweep [TOPOLOGY]' with "
+                             "comma lists of option values")
     parser.add_argument("files", nargs="*", metavar="RESULTS", help=argparse.SUPPRESS)
     parser.add_argument("--run", default="permutation", metavar="WORKLOAD",
                         help="all-to-all, permutation (default), shift:K, pair:SRC:DST, "
                              "incast:DST")
-    parser.add_argument("--qp", choices=["MRC", "RC"], default="MRC",
-                        help="transport of the workload (RC = baseline)")
-    parser.add_argument("--mode", choices=[m.value for m in PathMode], default=None,
-                        help="path mode (default: the topology's)")
+    parser.add_argument("--qp", default="MRC", help="MRC (default) or RC (baseline)")
+    parser.add_argument("--mode", default=None,
+                        help=f"path mode: {', '.join(m.value for m in PathMode)} "
+                             "(default: the topology's)")
     parser.add_argument("--size", default=DEFAULT_SIZE,
                         help=f"bytes per flow (default {DEFAULT_SIZE}, as mrcnet up)")
-    parser.add_argument("--cc", choices=CC_CHOICES, default="fixed",
-                        help="congestion control of the workloads' QPs: the fixed window "
-                             "(--window, default) or NSCC (the run's CC profile 1)")
-    parser.add_argument("--lb", choices=LB_POLICIES, default="rotation",
-                        help="load balancing over the EVs (the run's EV profile): rotation "
-                             "(default), reps or bitmap")
+    parser.add_argument("--cc", default="fixed",
+                        help="congestion control of the workloads' QPs: fixed, the window "
+                             "of --window (default), or nscc, the run's CC profile 1")
+    parser.add_argument("--lb", default="rotation",
+                        help="load balancing over the EVs (the run's EV profile): "
+                             "rotation (default), reps or bitmap")
     parser.add_argument("--window", default="64KiB",
                         help="bytes in flight per QP with --cc fixed (default 64KiB)")
     parser.add_argument("--rate", default=None, help="rate of every link (default: the file's)")
     parser.add_argument("--delay", default=None,
                         help="one-way delay of every link (default: the file's)")
-    parser.add_argument("--cp-delay", type=float, default=1.0, metavar="S",
-                        help="control-plane delay before routes are withdrawn (default 1 s)")
+    parser.add_argument("--cp-delay", default="1", metavar="S",
+                        help="control-plane delay before routes are withdrawn (seconds or "
+                             "with a unit, e.g. 5ms; default 1 s)")
     parser.add_argument("--fail", action="append", default=[], metavar="A-B@S",
                         help="take link A-B (or plane:P) down at S simulated seconds")
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
                         help="bring link A-B (or plane:P) back up at S simulated seconds")
-    parser.add_argument("--seed", type=int, default=1,
+    parser.add_argument("--seed", default="1",
                         help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1)")
-    parser.add_argument("--limit", type=float, default=10.0, metavar="S",
+    parser.add_argument("--limit", default="10", metavar="S",
                         help="simulated seconds before the run gives up (default 10)")
     parser.add_argument("--round", type=int, default=1, metavar="N",
                         help="compare: the emulated run's workload round (default 1)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="sweep: runs at a time (default: the machine's cores)")
+    parser.add_argument("--max-runs", type=int, default=None, metavar="N",
+                        help="sweep: run a grid of more than 100 runs (up to N)")
     parser.add_argument("--out", default="results", metavar="DIR",
-                        help="the run folder goes under DIR (default results/)")
-    parser.add_argument("--json", action="store_true", help="print results.json at the end")
+                        help="the run (or sweep) folder goes under DIR (default results/)")
+    parser.add_argument("--json", action="store_true",
+                        help="print results.json (a sweep: sweep.json) at the end")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.topology == "compare":
         return _compare(args)
+    if args.topology == "sweep":
+        from mrcnet.sim.sweep import run_sweep
+
+        return run_sweep(args)
     if args.files:
         print(f"mrcnet sim: one topology, got also {' '.join(args.files)}", file=sys.stderr)
         return 2
-    from mrcnet.fabric.plan import derive_topology
-    from mrcnet.sim.run import SimOptions, simulate
-    from topologies.loader import TopologyError, load, resolve
+    if args.jobs is not None or args.max_runs is not None:
+        print("mrcnet sim: --jobs and --max-runs are for mrcnet sim sweep", file=sys.stderr)
+        return 2
+    from mrcnet.sim.grid import single
+    from mrcnet.sim.run import simulate
+    from mrcnet.sim.runfolder import new_run_dir, prepare, write
+    from topologies.loader import TopologyError
 
     try:
-        opts = SimOptions(run=args.run, qp=args.qp, mode=args.mode,
-                          size=int(parse_size(args.size)), window=int(parse_size(args.window)),
-                          cc=args.cc, lb=args.lb, cp_delay=args.cp_delay, seed=args.seed,
-                          limit_s=args.limit, fail=tuple(args.fail),
-                          restore=tuple(args.restore), rate=args.rate, delay=args.delay)
-        source = resolve(args.topology)
-        if args.rate or args.delay:
-            with tempfile.TemporaryDirectory() as tmp:
-                derived = derive_topology(source, Path(tmp) / "topology.yaml", args.rate,
-                                          args.delay)
-                topo = load(derived)
-                topo_text = derived.read_text()
-        else:
-            topo = load(source)
-            topo_text = source.read_text()
+        opts = single(args)
+        topo, topo_text = prepare(args.topology, opts.rate, opts.delay)
 
         def progress(now: float, events: int, done: int, total: int) -> None:
             print(f"  sim {now * 1e3:9.3f} ms  events {events:>10}  flows done {done}/{total}",
@@ -103,25 +104,12 @@ def run(args: argparse.Namespace) -> int:
     except (TopologyError, ValueError, KeyError) as exc:
         print(f"mrcnet sim: {exc}", file=sys.stderr)
         return 2
-    run_dir = _run_dir(Path(args.out))
-    (run_dir / "topology.yaml").write_text(topo_text)
-    text = json.dumps(sim.results, indent=1, sort_keys=True)
-    (run_dir / "results.json").write_text(text + "\n")
-    (run_dir / "perf.json").write_text(json.dumps(sim.perf, indent=1, sort_keys=True) + "\n")
+    run_dir = new_run_dir(Path(args.out))
+    text = write(run_dir, topo_text, sim)
     _summary(sim.results, sim.perf, run_dir)
     if args.json:
         print(text)
     return 0 if sim.results["completed"] else 1
-
-
-def _run_dir(out: Path) -> Path:
-    run_dir = out / time.strftime("sim-%Y%m%d-%H%M%S")
-    n = 1
-    while run_dir.exists():  # two runs in one second: keep both
-        n += 1
-        run_dir = run_dir.with_name(f"{run_dir.name.split('.')[0]}.{n}")
-    run_dir.mkdir(parents=True)
-    return run_dir
 
 
 def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None:

@@ -15,17 +15,25 @@ leaves GOOD, a GOOD spare of the same plane (NIC port) takes its place. EVs whos
 is down, or whose plane the peer announced down (port status update), are not used at all.
 The choice among the usable EVs is the spraying policy's (hosts/transport/spray.py: the fixed
 rotation, REPS or the bitmap penalty), which also hears what came back on each EV.
+
+The usable set (GOOD, active, on a usable plane) is kept up to date incrementally: a state
+change re-checks only the EVs it touched (the EV itself and a spare that replaced it), and a
+policy with ``update_usable`` hears only what joined and left (a QP has up to 512 EVs, and
+ECN marks and trims change states thousands of times a second in a congested fabric). A
+mask change (port or peer plane up/down) rebuilds the set from scratch, as construction does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable
 
 from hosts.transport.profiles import EvEntry
 from hosts.transport.spray import FixedRotation, PathSignal, SprayPolicy
 from hosts.transport.types import EvState
 
 Emit = Callable[[int, EvState, EvState, str], None]
+UpdateUsable = Callable[[list[int], list[int]], None]
 
 
 class EvManager:
@@ -48,6 +56,7 @@ class EvManager:
         n = len(entries)
         self.active_count = active_count if 0 < active_count < n else n
         self.active = [False] * n
+        self._n_active = 0  # sum(self.active)
         self._activate_initial()
         self.min_active = max(0, min_active)
         self.local_mask = -1  # all ports
@@ -56,7 +65,9 @@ class EvManager:
         self.fallbacks = 0
         self._emit = emit
         self._policy: SprayPolicy = policy or FixedRotation(n, seed)
-        self._usable: list[int] = []
+        # a policy that takes changes (spray.py); one without gets the whole set each time
+        self._update: UpdateUsable | None = getattr(self._policy, "update_usable", None)
+        self._usable: list[int] = []  # ascending
         self._usable_set: set[int] = set()
         self._skipped: list[int] = []
         self.version = 0  # bumped whenever the usable set may have changed
@@ -177,21 +188,25 @@ class EvManager:
         self.n_bad += (new == EvState.ASSUMED_BAD) - (old == EvState.ASSUMED_BAD)
         if new == EvState.SKIP:
             self._skipped.append(i)
+        spare = -1
         if new in (EvState.ASSUMED_BAD, EvState.DENIED) and self.active[i]:
-            self._replace(i)
-        elif new == EvState.GOOD and not self.active[i] and sum(self.active) < self.active_count:
+            spare = self._replace(i)
+        elif new == EvState.GOOD and not self.active[i] and self._n_active < self.active_count:
             self.active[i] = True
-        self._rebuild()
+            self._n_active += 1
+        self._refresh((i, spare) if spare >= 0 else (i,))
         self._emit(i, old, new, reason)
         return True
 
     def _end_round(self) -> None:
         skipped, self._skipped = self._skipped, []
+        back = []
         for i in skipped:
             if self.states[i] == EvState.SKIP:
                 self.states[i] = EvState.GOOD
+                back.append(i)
                 self._emit(i, EvState.SKIP, EvState.GOOD, "skip_round_done")
-        self._rebuild()
+        self._refresh(back)
 
     def set_masks(self, local_mask: int | None = None, remote_mask: int | None = None) -> None:
         if local_mask is not None:
@@ -214,27 +229,56 @@ class EvManager:
             for lst in lists:
                 if k < len(lst) and chosen < self.active_count:
                     self.active[lst[k]] = True
+                    self._n_active += 1
                     chosen += 1
                     progressed = True
             if not progressed:
                 break
             k += 1
 
-    def _replace(self, i: int) -> None:
+    def _replace(self, i: int) -> int:
+        """Deactivate ``i``; activate the first GOOD spare of its plane (returned, or -1)."""
         self.active[i] = False
+        self._n_active -= 1
         port = self.ports[i]
         for j, p in enumerate(self.ports):
             if p == port and not self.active[j] and self.states[j] == EvState.GOOD:
                 self.active[j] = True
-                return
+                self._n_active += 1
+                return j
+        return -1
+
+    def _wanted(self, i: int) -> bool:
+        """EV ``i`` belongs in the usable set (the definition ``_rebuild`` applies to all)."""
+        return self.states[i] == EvState.GOOD and self.active[i] and self.plane_ok(self.ports[i])
+
+    def _refresh(self, touched: Iterable[int]) -> None:
+        """Bring the usable set up to date after changes to the EVs ``touched`` only."""
+        usable, members = self._usable, self._usable_set
+        added: list[int] = []
+        removed: list[int] = []
+        for i in touched:
+            want = self._wanted(i)
+            if want == (i in members):
+                continue
+            if want:
+                members.add(i)
+                insort(usable, i)
+                added.append(i)
+            else:
+                members.discard(i)
+                del usable[bisect_left(usable, i)]
+                removed.append(i)
+        self.version += 1
+        if self._update is None:
+            self._policy.rebuild(list(usable))
+        elif added or removed:
+            self._update(added, removed)
 
     def _rebuild(self) -> None:
-        usable = [
-            i
-            for i, s in enumerate(self.states)
-            if s == EvState.GOOD and self.active[i] and self.plane_ok(self.ports[i])
-        ]
+        """The usable set from scratch (construction, mask changes)."""
+        usable = [i for i in range(len(self.states)) if self._wanted(i)]
         self._usable = usable
         self._usable_set = set(usable)
         self.version += 1
-        self._policy.rebuild(usable)
+        self._policy.rebuild(list(usable))

@@ -7,6 +7,12 @@ requester knows the EV of every PSN it acknowledges): ``on_delivered`` with the 
 that arrived unmarked (only when the policy ``wants_deliveries``), ``on_signal`` with ECN
 (SACK m=SKIP_ONCE), NACK (trimmed), LOSS (inferred) or TIMEOUT on one EV.
 
+A policy may also take changes of the usable set, ``update_usable(added, removed)`` (EVs that
+joined and left, the set as ``rebuild`` last gave it in index order), leaving itself exactly as
+``rebuild`` of the new set would: the built-in ones do, in O(changed) bisections, so an EV
+state change costs no scan of the QP's EVs. ``EvManager`` calls ``rebuild`` for a policy
+without it.
+
 Policies, chosen by name per EV profile (``EvProfile.spray``, ``SPRAY_POLICIES``) unless
 ``HostConfig.spray_factory(ports, seed)`` supplies one (``ports``: each EV's NIC port, i.e.
 its plane):
@@ -32,6 +38,7 @@ its plane):
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from typing import ClassVar, Protocol
@@ -78,19 +85,39 @@ class FixedRotation:
         random.Random(seed).shuffle(order)
         self._rank = {idx: pos for pos, idx in enumerate(order)}
         self._ring: list[int] = []
+        self._ranks: list[int] = []  # the ring's ranks (ascending): where an EV goes in it
         self._pos = 0
 
     def rebuild(self, usable: Sequence[int]) -> None:
-        current = self._ring[self._pos] if self._ring and self._pos < len(self._ring) else None
+        anchor = self._anchor()
         self._ring = sorted(usable, key=self._rank.__getitem__)
-        self._pos = 0
-        if current is not None:
-            # continue after the EV we were at, so a rebuild does not restart the round
-            rank = self._rank[current]
-            for i, idx in enumerate(self._ring):
-                if self._rank[idx] >= rank:
-                    self._pos = i
-                    break
+        self._ranks = [self._rank[idx] for idx in self._ring]
+        self._resume(anchor)
+
+    def update_usable(self, added: Sequence[int], removed: Sequence[int]) -> None:
+        """``rebuild`` of the set with ``added`` joined and ``removed`` gone, by bisection."""
+        anchor = self._anchor()
+        ring, ranks, rank = self._ring, self._ranks, self._rank
+        for idx in removed:
+            j = bisect_left(ranks, rank[idx])
+            del ranks[j]
+            del ring[j]
+        for idx in added:
+            r = rank[idx]
+            j = bisect_left(ranks, r)
+            ranks.insert(j, r)
+            ring.insert(j, idx)
+        self._resume(anchor)
+
+    def _anchor(self) -> int | None:
+        """The rank of the EV the rotation is at (None: no ring)."""
+        return self._ranks[self._pos] if self._ring and self._pos < len(self._ring) else None
+
+    def _resume(self, anchor: int | None) -> None:
+        # continue at the first EV at or after the one we were at, so a change of the usable
+        # set does not restart the round
+        pos = 0 if anchor is None else bisect_left(self._ranks, anchor)
+        self._pos = pos if pos < len(self._ranks) else 0
 
     def pick(self, avoid: int) -> tuple[int, bool]:
         ring = self._ring
@@ -148,6 +175,16 @@ class Reps:
     def rebuild(self, usable: Sequence[int]) -> None:
         self._usable = list(usable)
         self._usable_set = set(self._usable)
+
+    def update_usable(self, added: Sequence[int], removed: Sequence[int]) -> None:
+        """``rebuild`` with the changes only (the usable list in index order, as EvManager's)."""
+        usable, members = self._usable, self._usable_set
+        for idx in removed:
+            members.discard(idx)
+            del usable[bisect_left(usable, idx)]
+        for idx in added:
+            members.add(idx)
+            insort(usable, idx)
 
     def _round(self) -> bool:
         self._since_round += 1
