@@ -231,6 +231,9 @@ class Reps:
                 return idx, self._round()
         return self._random(avoid), self._round()
 
+    def usable_count(self) -> int:
+        return len(self._usable)
+
     def has_fresh(self) -> bool:
         """An EV came back clean and was not reused yet (or the ring is frozen: reuse it)."""
         return self._nfresh > 0 or self.frozen_until is not None
@@ -285,6 +288,17 @@ class PlaneReps:
             reps.rebuild(by_plane[port])
         self._turn = [self.planes[p] for p in self.planes if by_plane[p]]
         self._n_usable = len(usable)
+
+    def update_usable(self, added: Sequence[int], removed: Sequence[int]) -> None:
+        """``rebuild`` with the changes only, each to its plane's ``Reps``."""
+        plane = self._plane
+        for port, reps in self.planes.items():
+            joined = [i for i in added if plane[i] == port]
+            left = [i for i in removed if plane[i] == port]
+            if joined or left:
+                reps.update_usable(joined, left)
+        self._turn = [reps for reps in self.planes.values() if reps.usable_count()]
+        self._n_usable += len(added) - len(removed)
 
     def pick(self, avoid: int) -> tuple[int, bool]:
         turn = self._turn

@@ -12,12 +12,20 @@ import pytest
 
 from hosts.transport.ev import EvManager
 from hosts.transport.profiles import EvEntry
-from hosts.transport.spray import BitmapPenalty, FixedRotation, PathSignal, Reps, SprayPolicy
+from hosts.transport.spray import (
+    BitmapPenalty,
+    FixedRotation,
+    PathSignal,
+    PlaneReps,
+    Reps,
+    SprayPolicy,
+)
 from hosts.transport.types import EvState
 
 Factory = Callable[[int, int], SprayPolicy]
 POLICIES: dict[str, Factory] = {"rotation": FixedRotation, "reps": Reps,
                                 "bitmap": BitmapPenalty}
+PER_PLANE = "planereps"  # PlaneReps: built from each EV's port (pair() below)
 
 
 class WholeSet:
@@ -58,10 +66,15 @@ def pair(rng: random.Random, policy: str) -> tuple[EvManager, EvManager, list[ob
     seed = rng.randrange(1000)
     log_a: list[object] = []
     log_b: list[object] = []
-    fast = EvManager(entries, emit=lambda *e: log_a.append(e), **kw,
-                     policy=POLICIES[policy](n, seed))
+
+    def make() -> SprayPolicy:
+        if policy == PER_PLANE:
+            return PlaneReps([e.port for e in entries], seed)
+        return POLICIES[policy](n, seed)
+
+    fast = EvManager(entries, emit=lambda *e: log_a.append(e), **kw, policy=make())
     slow = FromScratch(entries, emit=lambda *e: log_b.append(e), **kw,
-                       policy=WholeSet(POLICIES[policy](n, seed)))
+                       policy=WholeSet(make()))
     return fast, slow, log_a, log_b
 
 
@@ -76,7 +89,7 @@ def same(fast: EvManager, slow: EvManager) -> None:
         assert getattr(fast, attr) == getattr(slow, attr), attr
 
 
-@pytest.mark.parametrize("policy", list(POLICIES))
+@pytest.mark.parametrize("policy", [*POLICIES, PER_PLANE])
 @pytest.mark.parametrize("seed", range(12))
 def test_incremental_usable_set_matches_a_rebuild_from_scratch(policy: str, seed: int) -> None:
     rng = random.Random(seed)
