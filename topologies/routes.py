@@ -34,7 +34,7 @@ from topologies.model import FabricKind, LinkParams, NodeKind, PathMode, Topolog
 from topologies.paths import Hop, base_rtt, next_hops
 
 THRESHOLD_MAX = (1 << THRESHOLD_BITS) - 1  # widest value set_port_params takes (bytes)
-# Thresholds are fractions of a BDP of at least this many MTU packets (port_thresholds)
+# Trim thresholds are fractions of a BDP of at least this many MTU packets (port_thresholds)
 LEAST_BDP_PACKETS = 12
 DISABLED = 0  # a set_port_params threshold of 0 never fires
 
@@ -135,20 +135,24 @@ def queue_capacity_bytes(params: LinkParams, mtu: int) -> int:
 
 
 def port_thresholds(topo: Topology, sw: str, port: int) -> EgressPortConfig:
-    """Thresholds of one egress port in bytes, from the BDP of its link (rate x base RTT / 8,
-    but at least ``LEAST_BDP_PACKETS`` MTUs).
+    """Thresholds of one egress port in bytes, from the BDP of its link (rate x base RTT / 8;
+    for the trim thresholds at least ``LEAST_BDP_PACKETS`` MTUs).
 
     ``x`` BDP is ``ceil(x * BDP)`` bytes, at most the queue's byte capacity minus one MTU (so a
     trimmable packet is trimmed before the queue tail-drops it) and at least one MTU.
     Unlimited links get that upper bound. Last-hop ports: ECN disabled (0), trim threshold
     from ``trim_lasthop_bdp``.
 
-    Why a least BDP: the thresholds are meant in units of the plane's BDP (MRC recommends ECN
-    at 0.2-0.8 and trimming at 1 BDP), which on a data-centre network is tens of packets (100
-    Gb/s x 12 us: 37 of 4 KiB). On the emulation's slow links it is a few (20 Mb/s: 4; 1 Gb/s
-    with 5 us links: 5), and a trim threshold of 4 packets cannot absorb two senders' packets
-    sprayed onto one uplink at once: measured on a permutation over clos-2p at 20 Mb/s, every
-    link 84 % busy and the flows behind the trimming uplinks 15 % slower.
+    Why a least BDP for trimming: the thresholds are meant in units of the plane's BDP (MRC
+    recommends ECN at 0.2-0.8 and trimming at 1 BDP), which on a data-centre network is tens
+    of packets (100 Gb/s x 12 us: 37 of 4 KiB). On the emulation's slow links it is a few (20
+    Mb/s: 4; 1 Gb/s with 5 us links: 5), and a trim threshold of 4 packets cannot absorb two
+    senders' packets sprayed onto one uplink at once: measured on a permutation over clos-2p
+    at 20 Mb/s, every link 84 % busy and the flows behind the trimming uplinks 15 % slower.
+    ECN keeps the link's own BDP: it is the load balancer's signal, and a mark that waits
+    for a longer queue steers less traffic away from a slow path (``bench congested-path``:
+    REPS sent 10-12 % of its packets over the quarter-rate uplink with ECN at 6 packets, where
+    the even share is 25 %).
     """
     link = topo.link_at(sw, port)
     assert link is not None
@@ -158,20 +162,21 @@ def port_thresholds(topo: Topology, sw: str, port: int) -> EgressPortConfig:
     th = topo.fabric.thresholds
     cm = topo.fabric.classes
     rate = link.params.rate_bps
-    bdp_bytes = max(rate * base_rtt(topo) / 8, LEAST_BDP_PACKETS * mtu)
+    bdp_bytes = rate * base_rtt(topo) / 8
+    trim_bdp_bytes = max(bdp_bytes, LEAST_BDP_PACKETS * mtu)
 
-    def nbytes(frac: float) -> int:
+    def nbytes(frac: float, bdp: float) -> int:
         if rate <= 0:
             return upper
-        return max(mtu, min(upper, math.ceil(frac * bdp_bytes)))
+        return max(mtu, min(upper, math.ceil(frac * bdp)))
 
     if last_hop:
         return EgressPortConfig(
-            DISABLED, nbytes(th.trim_lasthop_bdp), True,
+            DISABLED, nbytes(th.trim_lasthop_bdp, trim_bdp_bytes), True,
             cm.dscp[TrafficClass.TRIMMED_LASTHOP], cm.priority[TrafficClass.TRIMMED_LASTHOP],
         )  # fmt: skip
     return EgressPortConfig(
-        nbytes(th.ecn_bdp), nbytes(th.trim_bdp), False,
+        nbytes(th.ecn_bdp, bdp_bytes), nbytes(th.trim_bdp, trim_bdp_bytes), False,
         cm.dscp[TrafficClass.TRIMMED], cm.priority[TrafficClass.TRIMMED],
     )  # fmt: skip
 

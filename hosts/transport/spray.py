@@ -19,9 +19,10 @@ its plane):
 
 - ``rotation`` (``FixedRotation``, the default): a seeded pseudo-random permutation of all EVs
   walked round-robin over the usable ones; feedback acts only through the EV states.
-- ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane, the planes with
-  a usable EV in turn, skipping a plane with no clean EV to recycle while another has one
-  (so a plane whose packets come back marked gets fewer). In one plane: EVs whose packets came back unmarked go into a small ring
+- ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane; the next packet
+  goes to the plane with the most clean EVs waiting to be recycled, the planes in turn among
+  equals (so the NIC's ports carry equal shares while their paths answer alike, and a plane
+  whose packets come back marked, or that has fewer working paths, gets fewer). In one plane: EVs whose packets came back unmarked go into a small ring
   (16 entries) and carry the next packets, each once; when no fresh entry is left a random
   usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round robin,
   fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets explore.
@@ -234,9 +235,9 @@ class Reps:
     def usable_count(self) -> int:
         return len(self._usable)
 
-    def has_fresh(self) -> bool:
-        """An EV came back clean and was not reused yet (or the ring is frozen: reuse it)."""
-        return self._nfresh > 0 or self.frozen_until is not None
+    def fresh_count(self) -> int:
+        """EVs that came back clean and were not reused yet (a frozen ring: all its slots)."""
+        return self.RING if self.frozen_until is not None else self._nfresh
 
     def on_delivered(self, indices: Sequence[int], now: float) -> None:
         self._thaw(now)
@@ -306,11 +307,12 @@ class PlaneReps:
             return -1, False
         n = len(turn)
         start = self._next % n
-        pos = start
-        for k in range(n):  # the next plane in turn that has a clean EV to recycle
-            if turn[(start + k) % n].has_fresh():
-                pos = (start + k) % n
-                break
+        pos, most = start, turn[start].fresh_count()
+        for k in range(1, n):  # the plane with the most clean EVs to recycle, first in turn
+            j = (start + k) % n
+            fresh = turn[j].fresh_count()
+            if fresh > most:
+                pos, most = j, fresh
         self._next = pos + 1
         idx = turn[pos].pick(avoid)[0]
         self._since_round += 1

@@ -225,21 +225,23 @@ def test_usid_entries_and_locator_routes() -> None:
 def test_port_config_last_hop_and_bdp_thresholds() -> None:
     topo = load("clos-2p")
     tables = switch_tables(topo, PathMode.ECMP)
-    # every link of clos-2p runs at 1 Gb/s: a BDP of 5.3 packets, so the least BDP, 12 MTUs
-    assert 1e9 * base_rtt(topo) / 8 < 12 * 4096
-    bdp_bytes = 12 * 4096
-    assert 1.5 * bdp_bytes < 32 * 4096 - 4096  # no clamping here
+    # every link of clos-2p runs at 1 Gb/s: a BDP of 5.3 packets; trimming uses the least
+    # BDP, 12 MTUs, ECN the link's own
+    bdp_bytes = 1e9 * base_rtt(topo) / 8
+    assert 0.5 * bdp_bytes > 4096 and bdp_bytes < 12 * 4096
+    trim_bdp = 12 * 4096
+    assert 1.5 * trim_bdp < 32 * 4096 - 4096  # no clamping here
     for name, tab in tables.items():
         for port, cfg in tab.port_config.items():
             facing_host = topo.node(topo.peer(name, port).node).kind == NodeKind.HOST
             assert cfg.last_hop == facing_host
             if facing_host:
                 assert cfg.ecn_threshold_bytes == 0  # ECN disabled on last-hop ports
-                assert cfg.trim_threshold_bytes == math.ceil(1.5 * bdp_bytes)
+                assert cfg.trim_threshold_bytes == math.ceil(1.5 * trim_bdp)
                 assert cfg.trim_dscp == topo.fabric.classes.dscp[TrafficClass.TRIMMED_LASTHOP]
             else:
                 assert cfg.ecn_threshold_bytes == math.ceil(0.5 * bdp_bytes)
-                assert cfg.trim_threshold_bytes == math.ceil(1.0 * bdp_bytes)
+                assert cfg.trim_threshold_bytes == math.ceil(1.0 * trim_bdp)
                 assert cfg.trim_dscp == topo.fabric.classes.dscp[TrafficClass.TRIMMED]
     dscp = {c.dscp: c for c in tables["p0-leaf0"].dscp_classes}
     assert dscp[10].trimmable and not dscp[26].trimmable and dscp[48].priority == 7
@@ -263,9 +265,9 @@ def test_port_thresholds_are_clamped_to_the_queue_and_at_least_one_mtu() -> None
         for sw, tab in tables.items()
         for port, cfg in tab.port_config.items()
     }
-    # 1 Gb/s x 200 us = 25000 B BDP, under the least BDP of 12 MTUs (49152 B); ECN 0.5, trim
-    # 1.0, last-hop trim 1.5 BDP; default queues 32 packets / 128 KiB = 131072 B, thresholds
-    # at most capacity - MTU; 100 Gb/s x 200 us = 2.5 MB: the queue bound.
+    # 1 Gb/s x 200 us = 25000 B BDP: ECN 0.5 of it; trimming from the least BDP of 12 MTUs
+    # (49152 B): trim 1.0, last-hop trim 1.5; default queues 32 packets / 128 KiB = 131072 B,
+    # thresholds at most capacity - MTU; 100 Gb/s x 200 us = 2.5 MB: the queue bound.
     want = {
         ("leaf0", 1): (0, 73728, True),
         ("leaf0", 2): (0, 131072 - 4096, True),  # unlimited rate: the queue bound
@@ -275,7 +277,7 @@ def test_port_thresholds_are_clamped_to_the_queue_and_at_least_one_mtu() -> None
     for ends, value in (
         ((("leaf0", 3), ("spine0", 1)), (8 * 4096 - 4096,) * 2),  # 8-packet queue
         ((("leaf0", 4), ("spine1", 1)), (20000 - 4096,) * 2),  # 20000-byte queue
-        ((("leaf1", 3), ("spine0", 2)), (24576, 49152)),  # 25-byte BDP: the least BDP
+        ((("leaf1", 3), ("spine0", 2)), (4096, 49152)),  # 25-byte BDP: ECN one MTU
         ((("leaf1", 4), ("spine1", 2)), (4096, 4096)),  # a one-packet queue: one MTU
     ):
         for end in ends:
