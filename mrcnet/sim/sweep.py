@@ -100,8 +100,11 @@ def execute(tasks: list[Task], jobs: int, done: Any) -> None:
         for task in tasks:
             done(run_task(task))
         return
-    pool = multiprocessing.get_context("fork").Pool(min(jobs, len(tasks)),
-                                                     initializer=_worker_init)
+    # spawn, not fork: a fork of a process with threads (gRPC's, a test runner's) can leave
+    # the child waiting forever on a lock another thread held at the fork (seen: a worker
+    # stuck in futex_wait under pytest with a CPU hog, the sweep never finishing)
+    pool = multiprocessing.get_context("spawn").Pool(min(jobs, len(tasks)),
+                                                      initializer=_worker_init)
     try:
         for row in pool.imap_unordered(run_task, tasks):
             done(row)
