@@ -15,7 +15,7 @@ qdisc on the host's NIC interface with the link's rate and queue size (the kind'
 ``host_shaper``). What a target does not emulate is in
 ``notes()``.
 
-``MininetFabric.stop()`` is idempotent: switch processes by pid, links, host shells. Mininet's
+``MininetFabric.stop()`` is idempotent: switch processes by pid, links, switch and host shells. Mininet's
 global cleanup (``mn -c``) is never used: it would touch other runs.
 """
 
@@ -203,7 +203,7 @@ class MininetFabric:
         self.hosts[host].cmd(f"ip link set {ifname} {'up' if up else 'down'}")
 
     def stop(self) -> None:
-        """Stop switches (by pid), remove links and host shells. Idempotent."""
+        """Stop switches (by pid), remove links, the switches' and hosts' shells. Idempotent."""
         if self._stopped or self.net is None:
             self._stopped = True
             return
@@ -213,6 +213,10 @@ class MininetFabric:
             try:
                 node.stop(deleteIntfs=True)
             except Exception:  # keep going: the rest must still be removed
+                pass
+            try:
+                node.terminate()  # the node's Mininet shell (else one per switch stays alive)
+            except Exception:
                 pass
         for link in list(net.links):
             try:

@@ -42,6 +42,7 @@ def _pids(fab: Fabric) -> list[int]:
     pids = [p.pid for p in fab.agents.values()] + [fab.controller.pid]
     pids += [sw.proc.pid for sw in fab.mn.switches.values() if sw.proc is not None]
     pids += [h.pid for h in fab.mn.hosts.values()]
+    pids += [node.pid for node in fab.mn.nodes.values()]  # the switches' Mininet shells
     return pids
 
 
