@@ -23,7 +23,7 @@ slow networks (20 Mb/s: a BDP of 8 packets at the host's rate; 1 Gb/s with 5 us 
 RTT is mostly serialisation, and the delay one packet adds at each hop in either direction (a
 data packet behind another flow's, an acknowledgement behind a data packet) is most of ``0.75
 T``: on a permutation over clos-2p the RTT under load sat at 1.7-1.8 x the base RTT with the
-links 60-80 % busy, and NSCC held its windows at a third of the ideal rate. Where the BDP is
+links 60-80 % busy, and the permutation reached 0.55 of the ideal rate. Where the BDP is
 large (100 Mb/s with 1 ms links: 57 packets) the floor is below ``0.75 T`` and nothing changes.
 The constant is measured, in ``mrcnet sim`` (clos-2p, ``shift:2`` of 4 MiB per flow in ECMP
 mode, REPS, mean over six seeds of the cores' spraying; fraction of the ideal rate):

@@ -19,19 +19,19 @@ its plane):
 
 - ``rotation`` (``FixedRotation``, the default): a seeded pseudo-random permutation of all EVs
   walked round-robin over the usable ones; feedback acts only through the EV states.
-- ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane; the next packet
+- ``reps`` (``PlaneReps``): recycled entropies (``Reps``) within each plane. The next packet
   goes to the plane with the most clean EVs waiting to be recycled, the planes in turn among
-  equals (so the NIC's ports carry equal shares while their paths answer alike, and a plane
-  whose packets come back marked, or that has fewer working paths, gets fewer). In one plane: EVs whose packets came back unmarked go into a small ring
-  (16 entries) and carry the next packets, each once; when no fresh entry is left a random
-  usable EV is explored. A timeout freezes the ring: only EVs in it are reused (round robin,
-  fresh or not) until ``freeze_s`` passed, then the ring is cleared and 16 packets explore.
-  ECN-marked, trimmed and lost packets are simply not recycled, so a congested path gets fewer
-  packets the more of them it marks. Why planes in turn: one ring over all planes fills with
-  the EVs of whichever plane answered last, and the NIC's ports then carry unequal shares
-  while each has a queue of its own: measured on a permutation over clos-2p at 1 Gb/s, the
-  uplinks of one plane 99 % busy and of the other 60 %, and the RTT 1.7 x the base RTT. A
-  plane that is down or whose EVs are all unusable leaves the turn.
+  equals: the NIC's ports carry equal shares while their paths answer alike, and a plane whose
+  packets come back marked, or that has fewer working paths, gets fewer. (One ring over all
+  planes filled with the EVs of whichever plane answered last, and the ports, each with a
+  queue of its own, carried unequal shares: measured on a permutation over clos-2p at 1 Gb/s,
+  one plane's uplinks 99 % busy and the other's 60 %, the RTT 1.7 x the base RTT.) A plane
+  whose EVs are all unusable is left out. Within a plane: EVs whose packets came back
+  unmarked go into a small ring (16 entries) and carry the next packets, each once; when no
+  fresh entry is left a random usable EV is explored. A timeout freezes the ring: only EVs in
+  it are reused (round robin, fresh or not) until ``freeze_s`` passed, then the ring is
+  cleared and 16 packets explore. ECN-marked, trimmed and lost packets are simply not
+  recycled, so a congested path gets fewer packets the more of them it marks.
 - ``bitmap`` (``BitmapPenalty``): the rotation, where each EV has a penalty (ECN +1, NACK or
   loss +4, timeout +15, at most 15); an EV with a penalty is skipped and loses one point.
 """
@@ -267,7 +267,7 @@ class Reps:
 
 
 class PlaneReps:
-    """``Reps`` per plane (NIC port), the planes that have a usable EV in turn."""
+    """``Reps`` per plane (NIC port); the plane with the most clean EVs to recycle first."""
 
     wants_deliveries = True
 
@@ -287,8 +287,7 @@ class PlaneReps:
             by_plane[self._plane[idx]].append(idx)
         for port, reps in self.planes.items():
             reps.rebuild(by_plane[port])
-        self._turn = [self.planes[p] for p in self.planes if by_plane[p]]
-        self._n_usable = len(usable)
+        self._tally()
 
     def update_usable(self, added: Sequence[int], removed: Sequence[int]) -> None:
         """``rebuild`` with the changes only, each to its plane's ``Reps``."""
@@ -298,8 +297,12 @@ class PlaneReps:
             left = [i for i in removed if plane[i] == port]
             if joined or left:
                 reps.update_usable(joined, left)
+        self._tally()
+
+    def _tally(self) -> None:
+        """The planes in turn (those with a usable EV, in port order) and the usable count."""
         self._turn = [reps for reps in self.planes.values() if reps.usable_count()]
-        self._n_usable += len(added) - len(removed)
+        self._n_usable = sum(reps.usable_count() for reps in self._turn)
 
     def pick(self, avoid: int) -> tuple[int, bool]:
         turn = self._turn

@@ -66,14 +66,12 @@ def series(run_dir: Path, host: str, qpn: int, wall_t0: float) -> CcSeries:
     except (OSError, ValueError):
         return out
     ref = float(header["trace"]["common_fields"]["reference_time"]) / 1000.0
-    fine = [ev.get("data") for ev in events if ev.get("name") == CC_SAMPLE]
-    coarse = [ev.get("data", {}).get("cc") for ev in events if ev.get("name") == QP_METRICS]
-    times = [ev["time"] for ev in events if ev.get("name") == CC_SAMPLE]
-    if not any(isinstance(d, dict) and "target_delay" in d for d in fine):
-        fine = coarse
-        times = [ev["time"] for ev in events if ev.get("name") == QP_METRICS]
+    fine = [(ev["time"], ev.get("data")) for ev in events if ev.get("name") == CC_SAMPLE]
+    if not any(isinstance(d, dict) and "target_delay" in d for _, d in fine):
+        fine = [(ev["time"], ev.get("data", {}).get("cc")) for ev in events
+                if ev.get("name") == QP_METRICS]
     last: tuple[int, int] | None = None
-    for raw, ms in zip(fine, times, strict=True):
+    for ms, raw in fine:
         if not isinstance(raw, dict) or "target_delay" not in raw:
             continue
         cc: dict[str, Any] = raw

@@ -13,7 +13,7 @@ Pure (no OS calls), so it is unit-testable and the builder only executes it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -86,8 +86,8 @@ def nic_spec(p: LinkParams, mtu: int) -> str:
     turn a window's first burst into losses (measured: 1.5 BDP at 100 Mb/s with 1 ms links,
     175 KB per port against the default 128 KiB)."""
     packets = max(p.queue_packets, NIC_QUEUE_PACKETS)
-    return (f"rate={p.rate_bps:g},delay={p.delay_s:g},loss={p.loss:g},"
-            f"qpkts={packets},qbytes={max(p.queue_bytes, packets * mtu)},nicprio=1")
+    nic = replace(p, queue_packets=packets, queue_bytes=max(p.queue_bytes, packets * mtu))
+    return link_spec(nic) + ",nicprio=1"
 
 
 def _ifname(prefix: str, kind: str, order: int, port: int) -> str:
