@@ -45,6 +45,9 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
               "all-to-all under random link/port flaps and a plane outage, for minutes"),
     "collective": ("testbed.bench.collective_vs_model",
                    "Harvest schedules run on the photonic domain, measured vs the model"),
+    "crosscheck": ("testbed.bench.crosscheck",
+                   "mrcnet sim against the emulation: permutation, all-to-all, incast, "
+                   "failover; judged against the bounds"),
     "fidelity": ("testbed.bench.fidelity_tdf",
                  "all-to-all against configured capacity, TDF 1 vs auto"),
     "web": ("testbed.bench.web_view",

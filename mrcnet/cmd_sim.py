@@ -133,7 +133,7 @@ def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from mrcnet.sim.compare import CompareError, compare_files, table
+    from mrcnet.sim.compare import CompareError, compare_files, judge, table
 
     if len(args.files) != 2:
         print("mrcnet sim compare: give the emulated run's results.json and the simulated "
@@ -148,7 +148,8 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"WARNING: not the same experiment: {what}", file=sys.stderr)
     if args.json:
         print(json.dumps({"mismatches": differ, "rows": [
-            {"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel} for r in rows]},
+            {"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel,
+             "within_bound": judge(r)} for r in rows]},
             indent=1))
     else:
         print(table(rows))

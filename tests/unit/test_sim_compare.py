@@ -17,6 +17,7 @@ from mrcnet.sim.compare import (
     compare,
     compare_files,
     figures,
+    judge,
     mismatches,
     percentile,
     table,
@@ -123,3 +124,38 @@ def test_the_cli_prints_the_table_and_refuses_bad_input(
     assert "give the emulated run's results.json" in capsys.readouterr().err
     assert main(["sim", "compare", str(emu), str(tmp_path / "nope.json")]) == 2
     assert "nope.json" in capsys.readouterr().err
+
+
+def test_aggregate_goodput_and_the_stall_of_a_run_with_a_failure() -> None:
+    emu_res = results({"h0": 0.1, "h1": 0.2, "h2": 0.4}, rtx=0, trims=0, rx_trimmed=0)
+    sim_res = results({"h0": 0.1, "h1": 0.2, "h2": 0.5}, rtx=0, trims=0, rx_trimmed=0)
+    rows = by_metric(compare(figures(emu_res), figures(sim_res)))
+    assert rows["goodput, all flows (bit/s)"].emu == pytest.approx(3 * MIB * 8 / 0.4)
+    assert rows["goodput, all flows (bit/s)"].sim == pytest.approx(3 * MIB * 8 / 0.5)
+    assert "longest stall p100 (s)" not in rows  # no link event: no failure to judge
+    for res, stalls in ((emu_res, (0.01, 0.9, 0.02)), (sim_res, (0.01, 1.2, 0.03))):
+        res["link_events"] = [{"t": 0.1, "link": "leaf0-spine0", "up": False}]
+        for row, stall in zip(res["workloads"][0]["per_flow"], stalls):
+            row["longest_stall_s"] = stall
+    stall = by_metric(compare(figures(emu_res), figures(sim_res)))["longest stall p100 (s)"]
+    assert (stall.emu, stall.sim) == (0.9, 1.2)
+
+
+def test_rows_are_judged_against_the_simulation_issue_bounds() -> None:
+    assert judge(Row("FCT p99 (s)", 1.0, 1.09)) is True
+    assert judge(Row("FCT p99 (s)", 1.0, 0.89)) is False
+    assert judge(Row("goodput h0 (bit/s)", 100.0, 111.0)) is False
+    assert judge(Row("goodput h0 (bit/s)", 100.0, 111.0), per_host=False) is None
+    assert judge(Row("goodput, all flows (bit/s)", 100.0, 111.0), per_host=False) is False
+    assert judge(Row("longest stall p100 (s)", 1.0, 1.19)) is True
+    assert judge(Row("longest stall p100 (s)", 1.0, 1.21)) is False
+    # counts: 20 %, or a couple of packets when both are small
+    assert judge(Row("retransmitted packets", 100.0, 119.0)) is True
+    assert judge(Row("retransmitted packets", 100.0, 130.0)) is False
+    assert judge(Row("retransmitted packets", 0.0, 2.0)) is True
+    assert judge(Row("retransmitted packets", 0.0, 3.0)) is False
+    assert judge(Row("verified flows", 4.0, 4.0)) is True
+    assert judge(Row("verified flows", 4.0, 3.0)) is False
+    assert judge(Row("FCT p50 (s)", None, 1.0)) is None
+    text = table([Row("FCT p50 (s)", 1.0, 1.5), Row("FCT p99 (s)", 1.0, 1.05)])
+    assert [line.split()[-1] for line in text.splitlines()[2:]] == ["NO", "yes"]

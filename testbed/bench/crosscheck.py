@@ -1,0 +1,212 @@
+"""``mrcnet bench crosscheck``: the simulator against the emulation, experiment by experiment.
+
+Each case runs twice with the same topology, workload, size, rates, transport, congestion
+control, load balancing, failures and seed: once emulated (``mrcnet up ... --no-cli --json`` in
+a child process, the production path, at ``--tdf``, default ``auto``: the smallest factor
+that keeps every process on time) and once simulated (``mrcnet.sim.runfolder.run_into``, what
+``mrcnet sim`` runs). ``mrcnet sim compare``'s rows (mrcnet/sim/compare.py) are then judged
+against the bounds of the simulation issue: the goodput of all flows and of each host, FCT
+p50/p99/p100 within 10 % (an incast: the goodput of all flows, not how the senders split it),
+the worst stall of a run with a failure and the resent and trimmed packets within 20 %, the
+same verified flows and QP errors.
+
+The cases (``--cases``, comma separated; default all):
+
+- ``permutation``, ``all-to-all``: clos-2p at 100 Mb/s (``mrcnet up``'s rate), MRC, the
+  fixed 64 KiB window, 4 MiB and 1 MiB per flow;
+- ``incast``: incast-8 at its own rates (100 Mb/s, 2.5 ms), every host into h8, NSCC and REPS,
+  2 MiB per sender;
+- ``failover``: clos-1p at 20 Mb/s, ``shift:2`` of 6 MiB per flow, the fixed 32 KiB window,
+  leaf0 -- spine0 cut 1.5 s in, for MRC and RC at control-plane delays of 0.5, 1 and 2 s (six
+  runs each way; the bench failover's experiment); judged: the longest stall of any flow
+  (the issue's figure for failover), verified flows and QP errors; the rest is reported.
+
+``--small`` shrinks every case (sizes / 8, failover at 0.3 s with 1 s of control-plane delay
+only) for a quick check of the whole path; its figures are not the comparison's.
+
+A case whose emulated run was not faithful is reported with its rows but is no result (the
+verdict line says so, exit 3 under ``--strict``); a case whose rows are all within their
+bounds passes. Exit status 1 when a faithful case was outside a bound.
+The figures go to ``results/bench/crosscheck-<time>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from mrcnet.sim.compare import STALL, Row, judge
+from testbed.bench import verdicts
+
+REPO = Path(__file__).resolve().parents[2]
+EMULATION_TIMEOUT_S = 1200.0
+
+
+@dataclass(frozen=True)
+class Case:
+    """One experiment, in the options both `mrcnet up` and `mrcnet sim` take."""
+
+    name: str
+    topology: str
+    run: str
+    size: str
+    rate: str | None  # None: the file's rates
+    qp: str = "MRC"
+    cc: str = "fixed"
+    lb: str = "rotation"
+    window: str = "64KiB"
+    fail: tuple[str, ...] = ()
+    cp_delay: float | None = None
+    per_host: bool = True  # each host's goodput is judged (an incast: only the aggregate)
+    judged: tuple[str, ...] = ()  # the rows judged, by metric prefix (empty: every row)
+
+    def verdict(self, row: Row) -> bool | None:
+        """``row`` against its bound, if this case judges it (None: reported only)."""
+        if self.judged and not row.metric.startswith(self.judged):
+            return None
+        return judge(row, self.per_host)
+
+
+def cases() -> dict[str, list[Case]]:
+    """The full comparison, by case name."""
+    failover = [Case(f"failover-{qp}-cp{cp:g}", "clos-1p", "shift:2", "6MiB", "20Mbps", qp=qp,
+                     window="32KiB", fail=("leaf0-spine0@1.5",), cp_delay=cp,
+                     judged=(STALL, "verified flows", "QP errors"))
+                for qp in ("MRC", "RC") for cp in (0.5, 1.0, 2.0)]
+    return {
+        "permutation": [Case("permutation", "clos-2p", "permutation", "4MiB", "100Mbps")],
+        "all-to-all": [Case("all-to-all", "clos-2p", "all-to-all", "1MiB", "100Mbps")],
+        "incast": [Case("incast", "incast-8", "incast:h8", "2MiB", None, cc="nscc", lb="reps",
+                          per_host=False)],
+        "failover": failover,
+    }
+
+
+def small(case: Case) -> Case:
+    """The quick version of ``case`` (--small)."""
+    from common.units import parse_size
+
+    size = f"{max(int(parse_size(case.size)) // 8, 64 * 1024)}"
+    if case.fail:
+        return replace(case, size="1MiB", fail=tuple(f.split("@")[0] + "@0.3" for f in case.fail))
+    return replace(case, size=size)
+
+
+def emulate(case: Case, tdf: str) -> dict[str, Any]:
+    """``mrcnet up`` of ``case`` in a child process; its --json object (results_dir, faithful,
+    ...). RuntimeError when it did not produce one."""
+    cmd = [sys.executable, "-m", "mrcnet.cli", "up", case.topology, "--run", case.run,
+           "--size", case.size, "--qp", case.qp, "--cc", case.cc, "--lb", case.lb,
+           "--window", case.window, "--rate", case.rate or "file", "--tdf", tdf,
+           "--no-cli", "--quiet", "--json"]
+    for spec in case.fail:
+        cmd += ["--fail", spec]
+    if case.cp_delay is not None:
+        cmd += ["--cp-delay", f"{case.cp_delay:g}"]
+    print(f"[bench crosscheck] {case.name}: emulating ({' '.join(cmd[3:])})", file=sys.stderr,
+          flush=True)
+    proc = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True,
+                          timeout=EMULATION_TIMEOUT_S, check=False)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            out: dict[str, Any] = json.loads(line)
+            return out
+    raise RuntimeError(f"mrcnet up exited {proc.returncode} without its JSON summary")
+
+
+def simulate_case(case: Case, out: Path) -> Path:
+    """The simulated run of ``case`` into ``out``; its results.json."""
+    from common.units import parse_size
+    from mrcnet.sim.run import SimOptions
+    from mrcnet.sim.runfolder import new_run_dir, run_into
+
+    opts = SimOptions(run=case.run, qp=case.qp, size=int(parse_size(case.size)),
+                      window=int(parse_size(case.window)), cc=case.cc, lb=case.lb,
+                      cp_delay=1.0 if case.cp_delay is None else case.cp_delay,
+                      fail=case.fail, rate=case.rate, limit_s=60.0)
+    run_dir = new_run_dir(out)
+    print(f"[bench crosscheck] {case.name}: simulating", file=sys.stderr, flush=True)
+    run_into(run_dir, case.topology, opts)
+    return run_dir / "results.json"
+
+
+def check(case: Case, tdf: str, out: Path) -> dict[str, Any]:
+    """Both runs of ``case`` and their judged rows."""
+    from mrcnet.sim.compare import compare_files
+
+    emu = emulate(case, tdf)
+    sim_results = simulate_case(case, out)
+    rows, differ = compare_files(Path(emu["results_dir"]) / "results.json", sim_results)
+    judged = [{"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel,
+               "within_bound": case.verdict(r)} for r in rows]
+    return {"case": case.name, "emulation": str(emu["results_dir"]),
+            "simulation": str(sim_results.parent), "tdf": emu.get("tdf"),
+            "faithful": emu.get("faithful"), "mismatches": differ, "rows": judged,
+            "within_bounds": not differ and all(r["within_bound"] is not False
+                                                for r in judged)}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    verdicts.add_strict(parser)
+    parser.add_argument("--cases", default=",".join(cases()),
+                        help=f"comma separated, of {', '.join(cases())} (default all)")
+    parser.add_argument("--small", action="store_true",
+                        help="every case shrunk (a quick check of the path, not the figures)")
+    parser.add_argument("--tdf", default="auto", metavar="N|auto",
+                        help="the emulation's time-dilation factor (default auto)")
+    parser.add_argument("--results", default=str(REPO / "results" / "bench"))
+    parser.add_argument("--json", action="store_true")
+
+
+def _print(result: dict[str, Any]) -> None:
+    from mrcnet.sim.compare import table
+
+    rows = [Row(r["metric"], r["emu"], r["sim"]) for r in result["rows"]]
+    word = "within bounds" if result["within_bounds"] else "OUTSIDE bounds"
+    faithful = {True: "faithful", False: "NOT faithful", None: "fidelity unknown"}[
+        result["faithful"]]
+    print(f"\n== {result['case']}: {word} (emulation TDF {result['tdf']}, {faithful})",
+          file=sys.stderr)
+    for what in result["mismatches"]:
+        print(f"   not the same experiment: {what}", file=sys.stderr)
+    print(table(rows, [r["within_bound"] for r in result["rows"]]), file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    available = cases()
+    names = [n.strip() for n in args.cases.split(",") if n.strip()]
+    unknown = [n for n in names if n not in available]
+    if unknown or not names:
+        print(f"mrcnet bench crosscheck: unknown case {', '.join(unknown) or '(none)'}; "
+              f"one of {', '.join(available)}", file=sys.stderr)
+        return 2
+    todo = [c for n in names for c in available[n]]
+    if args.small:
+        todo = [small(c) for c in todo if not c.fail or c.cp_delay == 1.0]
+    out = Path(args.results)
+    sim_out = out / f"crosscheck-{time.strftime('%Y%m%d-%H%M%S')}"
+    results = []
+    for case in todo:
+        result = check(case, args.tdf, sim_out)
+        _print(result)
+        results.append(result)
+    figures: dict[str, Any] = {"small": args.small, "cases": results}
+    runs = {r["case"]: r["faithful"] for r in results}
+    status = verdicts.conclude("crosscheck", figures, runs, args.strict)
+    failed = [r["case"] for r in results if r["faithful"] and not r["within_bounds"]]
+    figures["outside_bounds"] = failed
+    out.mkdir(parents=True, exist_ok=True)
+    path = sim_out.with_suffix(".json")
+    path.write_text(json.dumps(figures, indent=1) + "\n")
+    passed = sum(1 for r in results if r["faithful"] and r["within_bounds"])
+    print(f"[bench crosscheck] {passed} of {len(results)} cases faithful and within bounds; "
+          f"outside: {', '.join(failed) or 'none'}; figures {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(figures))
+    return status or (1 if failed else 0)
