@@ -5,7 +5,9 @@ resubmits the workload round after round until ``duration`` seconds (of the run'
 passed (at least one round; every round is verified), then writes ``results.json`` and the
 plots and returns the results dictionary (``completed``, ``verified_bytes``, ``qp_errors``,
 ``results_dir``, ``tdf``, ``faithful``, ``fidelity``, ...). A run whose workloads were not
-all faithful prints a warning naming the slowest process and a TDF that should fix it.
+all faithful prints a warning naming the slowest process and a TDF that should fix it. Each
+round's summary carries ``queue_delay``: how long its data packets waited in the switches'
+egress queues (mrcnet/fabric/queuedelay.py; None when the switches could not be read).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from mrcnet.fabric import fidelity, results
+from mrcnet.fabric import fidelity, queuedelay, results
 from mrcnet.fabric.failures import FabricEvent, HostPortEvent, Scheduler
-from mrcnet.fabric.orchestrator import Fabric
+from mrcnet.fabric.orchestrator import Fabric, FabricError
 from mrcnet.fabric.workloads import counter_totals, round_seed
 
 
@@ -26,6 +28,15 @@ def apply_event(fab: Fabric, ev: FabricEvent) -> None:
         fab.set_host_port(ev.host, ev.port, ev.up)
     else:
         fab.set_links(ev.links, ev.label, ev.up)
+
+
+def _queue_hist(fab: Fabric) -> queuedelay.Hist | None:
+    """The switches' data-queue wait histogram now (None: the switches could not be read)."""
+    try:
+        return queuedelay.from_details(fab.switch_detail())
+    except FabricError as exc:
+        fab.say(f"queueing delay not measured: {exc}")
+        return None
 
 
 def run_scenario(
@@ -52,10 +63,14 @@ def run_scenario(
         rounds = 0
         while workload is not None:
             rounds += 1
+            before = _queue_hist(fab)
             wl = fab.runner.submit(workload, size, qp_type, seed=round_seed(seed, rounds),
                                    timeout=timeout, extra=extra)
             fab.runner.wait(wl, timeout + 30, fab.check_alive)
             summaries.append(wl.summary())
+            after = _queue_hist(fab)
+            summaries[-1]["queue_delay"] = (queuedelay.summary(queuedelay.difference(
+                after, before)) if after is not None and before is not None else None)
             fab.say(f"{workload} round {rounds}: {summaries[-1]['verified_flows']}/"
                     f"{len(wl.flows)} flows verified in {summaries[-1]['seconds']:.2f} {unit}")
             if duration is None or clock.now() - start >= duration:

@@ -26,6 +26,7 @@ from typing import Any
 from controller.errors import CtlError
 from controller.fabric import BackendError
 from controller.profile_store import LB_POLICIES
+from mrcnet.fabric import queuedelay
 from mrcnet.fabric.capacity import CapacityError, workload_capacity
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE
 from mrcnet.fabric.failures import LinkEvent, parse_schedule
@@ -218,6 +219,9 @@ def _results(topo: Topology, mode: PathMode, opts: SimOptions, fab: SimFabric,
                   clock=fab.sched.clock, capacity_bps=capacity,
                   cc_profile=CC_PROFILE if opts.cc == "nscc" else 0)
     summary = wl.summary()
+    # the switches' histograms since the start: the round started with the simulation
+    summary["queue_delay"] = queuedelay.summary(
+        queuedelay.from_traffic_managers(sw.tm for sw in fab.switches.values()))
     host_counters = {name: dict(sorted(h.core.host_stats().items()))
                      for name, h in hosts.items()}
     sw = _switch_figures(fab)

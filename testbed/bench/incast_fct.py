@@ -32,9 +32,9 @@ from typing import Any
 from common.classes import DEFAULT_CLASSES, TrafficClass
 from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
+from mrcnet.fabric.queuedelay import DATA_CLASSES, percentile
 from testbed.bench import tdfarg, verdicts
 
-DATA_CLASSES = (TrafficClass.TRIMMABLE, TrafficClass.TRIMMABLE_RETX, TrafficClass.NO_TRIM)
 KEYS = ("p100_fct_s", "p50_fct_s", "jain_fairness", "trims", "drops", "timeouts",
         "p99_queue_delay_s", "goodput_fraction")
 
@@ -59,20 +59,6 @@ def jain(values: list[float]) -> float:
     if not values or not any(values):
         return 0.0
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
-
-
-def hist_percentile(hist: dict[int, int], bucket_s: float, q: float) -> float:
-    """The ``q`` quantile (0..1) of a bucket histogram, as the upper edge of its bucket."""
-    total = sum(hist.values())
-    if total == 0:
-        return 0.0
-    need = q * total
-    seen = 0
-    for bucket in sorted(hist):
-        seen += hist[bucket]
-        if seen >= need:
-            return (bucket + 1) * bucket_s
-    return (max(hist) + 1) * bucket_s
 
 
 def _switch_totals(stats: dict[str, Any]) -> tuple[int, int]:
@@ -144,7 +130,7 @@ def measure(fab: Any, receiver: str, size: int, cc_profile: int, timeout: float)
         "drops": drops1 - drops0,
         "timeouts": sum(int(f.writer.get("qp_stats", {}).get("timeouts", 0))
                         for f in wl.flows),
-        "p99_queue_delay_s": round(hist_percentile(hist, bucket, 0.99), 5),
+        "p99_queue_delay_s": round(percentile(hist, 0.99, bucket), 5),
         "goodput_fraction": round(total * 8 / makespan / rate, 4) if makespan > 0 else 0.0,
         "completed": bool(summary["completed"]),
         **verdict(summary),
@@ -154,7 +140,7 @@ def measure(fab: Any, receiver: str, size: int, cc_profile: int, timeout: float)
         "sender_goodput_bps": [round(g) for g in goodputs],
         "final_cwnd": [(f.writer.get("cc") or {}).get("cwnd") for f in wl.flows],
         "queue_delay_s": {
-            name: {f"p{int(q * 100)}": round(hist_percentile(h, bucket, q), 5)
+            name: {f"p{int(q * 100)}": round(percentile(h, q, bucket), 5)
                    for q in (0.5, 0.9, 0.99)} | {"packets": sum(h.values())}
             for name, h in (("data", hist), ("first_transmissions", first),
                             ("retransmissions", retx))},
