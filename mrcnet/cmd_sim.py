@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,32 +85,49 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None or args.max_runs is not None:
         print("mrcnet sim: --jobs and --max-runs are for mrcnet sim sweep", file=sys.stderr)
         return 2
+    import shutil
+
     from mrcnet.sim.grid import single
     from mrcnet.sim.run import simulate
-    from mrcnet.sim.runfolder import new_run_dir, prepare, write
+    from mrcnet.sim.runfolder import new_run_dir, plots, prepare, write
     from topologies.loader import TopologyError
 
+    run_dir: Path | None = None
     try:
         opts = single(args)
         topo, topo_text = prepare(args.topology, opts.rate, opts.delay)
 
-        def progress(now: float, events: int, done: int, total: int) -> None:
-            print(f"  sim {now * 1e3:9.3f} ms  events {events:>10}  flows done {done}/{total}",
+        started = time.monotonic()
+
+        def progress(now: float, events: int, done: int, total: int, share: float) -> None:
+            wall = max(1e-9, time.monotonic() - started)
+            eta = f"{wall * (1 - share) / share:7.0f} s" if share > 0 else "      ?"
+            print(f"  sim {now * 1e3:9.3f} ms  {_bar(share)} {share:4.0%} acknowledged  flows "
+                  f"done {done}/{total}  {events / wall:8.0f} events/s  ETA {eta}",
                   file=sys.stderr, flush=True)
 
         print(f"simulating {topo.name}: {len(topo.switches)} switches, {len(topo.hosts)} hosts, "
               f"{opts.run} of {args.size} per flow, {opts.qp}, cc {opts.cc}",
               file=sys.stderr)
-        sim = simulate(topo, opts, progress)
+        run_dir = new_run_dir(Path(args.out))
+        sim = simulate(topo, opts, progress, run_dir / "qlog")
     except (TopologyError, ValueError, KeyError) as exc:
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)  # refused: no folder left behind
         print(f"mrcnet sim: {exc}", file=sys.stderr)
         return 2
-    run_dir = new_run_dir(Path(args.out))
     text = write(run_dir, topo_text, sim)
+    plots(run_dir, topo.fabric.planes, sim)
     _summary(sim.results, sim.perf, run_dir)
     if args.json:
         print(text)
     return 0 if sim.results["completed"] else 1
+
+
+def _bar(share: float, width: int = 20) -> str:
+    """A text progress bar for ``share`` (0..1) of the work."""
+    full = round(max(0.0, min(1.0, share)) * width)
+    return "[" + "#" * full + "." * (width - full) + "]"
 
 
 def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None:

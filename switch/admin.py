@@ -15,8 +15,9 @@ import grpc
 
 from common.proto import switch_admin_pb2 as pb
 from common.proto import switch_admin_pb2_grpc as pb_grpc
+from switch.adminstats import direction_stats
 from switch.dataplane import Dataplane
-from switch.traffic import WAIT_BUCKET_S, DirectionStats, LinkConfig
+from switch.traffic import LinkConfig
 
 T = TypeVar("T")
 
@@ -34,33 +35,6 @@ def _link_params(cfg: LinkConfig) -> pb.LinkParams:
         overhead=cfg.overhead,
         up=cfg.up,
     )
-
-
-def _direction(st: DirectionStats, depth: Callable[[int], tuple[int, int]]) -> pb.DirectionStats:
-    msg = pb.DirectionStats(
-        packets=st.packets,
-        bytes=st.bytes,
-        tail_drops=st.tail_drops,
-        down_drops=st.down_drops,
-        loss_drops=st.loss_drops,
-    )
-    for prio, q in enumerate(st.queues):
-        pkts, nbytes = depth(prio)
-        msg.queues.add(
-            priority=prio,
-            wait_hist=q.wait_hist,
-            wait_bucket_s=WAIT_BUCKET_S,
-            packets=q.packets,
-            bytes=q.bytes,
-            drops=q.drops,
-            trims=q.trims,
-            ecn_marks=q.ecn_marks,
-            max_depth_pkts=q.max_depth_pkts,
-            max_depth_bytes=q.max_depth_bytes,
-            depth_pkts=pkts,
-            depth_bytes=nbytes,
-        )
-    return msg
 
 
 def port_info(dp: Dataplane, port: int) -> pb.PortInfo:
@@ -81,8 +55,8 @@ def port_info(dp: Dataplane, port: int) -> pb.PortInfo:
         tx_packets=eg.stats.packets - pc.tx_errors,
         tx_bytes=eg.stats.bytes - pc.tx_error_bytes,
         tx_errors=pc.tx_errors,
-        egress=_direction(eg.stats, eg.depth),
-        ingress=_direction(ing.stats, ing.depth),
+        egress=direction_stats(eg.stats, eg.depth),
+        ingress=direction_stats(ing.stats, ing.depth),
         capture_path=cap.path if cap is not None else "",
     )
 

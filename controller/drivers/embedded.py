@@ -11,26 +11,11 @@ from __future__ import annotations
 
 import grpc
 
-from common.classes import BEST_EFFORT_PRIORITY
 from common.p4runtime_client import P4RuntimeClient
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto import switch_admin_pb2_grpc as admin_grpc
+from common.switchfigures import embedded_figures
 from controller.drivers.base import DriverError, SwitchDriver, SwitchFigures
-
-
-def embedded_figures(resp: admin_pb.GetPortsResponse) -> tuple[dict[int, int], int, int, int]:
-    """(bytes sent per port by its MRC queues, not the best-effort queue of the hosts' kernel
-    traffic; tail + down + random-loss drops; trims; ECN marks) of a GetPorts answer."""
-    drops = trims = ecn = 0
-    for p in resp.ports:
-        for d in (p.egress, p.ingress):
-            drops += d.tail_drops + d.down_drops + d.loss_drops
-            for q in d.queues:
-                trims += q.trims
-                ecn += q.ecn_marks
-    sent = {p.port: sum(q.bytes for q in p.egress.queues if q.priority != BEST_EFFORT_PRIORITY)
-            for p in resp.ports}
-    return sent, drops, trims, ecn
 
 
 class EmbeddedDriver(SwitchDriver):

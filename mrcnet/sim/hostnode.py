@@ -48,6 +48,7 @@ class SimHost:
         self.core: HostCore = build_core(config)
         self.framer = Framer(config)
         self.handler: EventHandler | None = None
+        self.observers: list[EventHandler] = []  # see every event after the handler (records)
         self.tx_frames = 0
         self.tx_unencodable = 0
         self.rx_frames = 0
@@ -82,6 +83,7 @@ class SimHost:
             core, framer, uplinks = self.core, self.framer, self._uplinks
             encode, view = framer.encode, framer.tx_view
             handler = self.handler
+            observers = self.observers
             while True:
                 packets = core.packets_to_send(now)
                 for tx in packets:
@@ -98,6 +100,8 @@ class SimHost:
                 while ev is not None:
                     if handler is not None:
                         handler(ev)
+                    for observe in observers:
+                        observe(ev)
                     ev = core.next_event()
         finally:
             self._pumping = False

@@ -20,7 +20,8 @@ import os
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from controller.errors import CtlError
@@ -30,6 +31,7 @@ from mrcnet.fabric import queuedelay
 from mrcnet.fabric.capacity import CapacityError, workload_capacity
 from mrcnet.fabric.ctlclient import CC_PROFILE, EV_PROFILE
 from mrcnet.fabric.failures import LinkEvent, parse_schedule
+from mrcnet.fabric.liveview import EvTracker, Sample
 from mrcnet.fabric.runparams import CC_CHOICES, ack_timeout_exponent, core_tuning
 from mrcnet.fabric.workloads import (
     Workload,
@@ -41,11 +43,13 @@ from mrcnet.fabric.workloads import (
 from mrcnet.sim.control import SimController
 from mrcnet.sim.fabric import SimError, SimFabric, build_fabric
 from mrcnet.sim.hostnode import SimHost, agent_config
+from mrcnet.sim.record import Recorder
 from mrcnet.sim.workload import FlowJobs, start_flows
 from topologies.model import PathMode, Topology
 from topologies.paths import base_rtt
 
-Progress = Callable[[float, int, int, int], None]  # (sim time, events, flows done, flows)
+# (sim time, events, flows done, flows, share of the workload's bytes acknowledged)
+Progress = Callable[[float, int, int, int, float], None]
 # The capacity LP has up to (flows x directed links) variables: 1,024 flows on the 1,024-host
 # Clos would be 12.6 million, more than the run itself costs. Larger workloads get none.
 MAX_LP_VARIABLES = 2_000_000
@@ -82,6 +86,7 @@ class SimOptions:
 class SimRun:
     results: dict[str, Any]
     perf: dict[str, float] = field(default_factory=dict)
+    writers: list[tuple[str, int]] = field(default_factory=list)  # (host, qpn) of each flow
 
 
 def check_options(opts: SimOptions) -> None:
@@ -117,9 +122,11 @@ class _Failures:
         self.log.append({"t": self.ctl.fabric.sched.now, "link": ev.label, "up": ev.up})
 
 
-def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None) -> SimRun:
+def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None,
+             qlog_dir: Path | None = None) -> SimRun:
     """Run ``opts.run`` on ``topo`` to completion (or ``opts.limit_s``); raises ValueError
-    (SimError, WorkloadError, FailureSpecError) for inputs it cannot run."""
+    (SimError, WorkloadError, FailureSpecError) for inputs it cannot run. ``qlog_dir``: write
+    each QP's qlog there (mrcnet/sim/record.py)."""
     wall0 = time.monotonic()
     cpu0 = time.process_time()
     check_options(opts)
@@ -142,6 +149,7 @@ def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None)
                                                              core_tuning()))
         ctl.install(host)
     failures = _Failures(ctl, events)
+    recorder = Recorder(topo, fab, hosts, qlog_dir)
     ack_timeout = ack_timeout_exponent(base)
     job = {"size": opts.size, "qp_type": opts.qp.upper(), "ev_profile": EV_PROFILE,
            "cc_profile": CC_PROFILE if nscc else 0, "ack_timeout": ack_timeout}
@@ -152,17 +160,22 @@ def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None)
     last_report = time.monotonic()
     while sched.now < opts.limit_s:
         sched.run(until=min(opts.limit_s, sched.now + 1e-3))
+        recorder.tick(sched.now)
         done = sum(1 for j in jobs if j.flow.writer and j.flow.sink)
         if progress is not None and time.monotonic() - last_report > 2.0:
             last_report = time.monotonic()
-            progress(sched.now, sched.events_run, done, len(jobs))
+            acked = sum(j.out.acked_bytes for j in jobs)
+            progress(sched.now, sched.events_run, done, len(jobs),
+                     acked / (len(jobs) * opts.size) if jobs else 1.0)
         if done == len(jobs) or sched.next_time() is None:
             break
     for j in jobs:
         j.finish(sched.now)
+    samples = recorder.finish()
     wall_run = time.monotonic() - wall_built
     cpu_run = time.process_time() - cpu_built
-    results = _results(topo, mode, opts, fab, hosts, jobs, ctl, failures, base, ack_timeout)
+    results = _results(topo, mode, opts, fab, hosts, jobs, ctl, failures, base, ack_timeout,
+                       samples, recorder.tracker)
     wall = time.monotonic() - wall0
     frames = results["sim"]["frames_delivered_to_hosts"]
     hops = results["sim"]["switch_frames"]
@@ -177,12 +190,12 @@ def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None)
             "switch_frames_per_s": hops / wall_run if wall_run > 0 else 0.0,
             "switch_frames_per_cpu_s": hops / cpu_run if cpu_run > 0 else 0.0,
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    return SimRun(results, perf)
+    return SimRun(results, perf, [(j.src.name, j.wqp) for j in jobs])
 
 
 def _switch_figures(fab: SimFabric) -> dict[str, Any]:
     """Both directions of every port, as the controller's driver sums them for GetSwitchStats
-    (controller/drivers/embedded.py ``embedded_figures``)."""
+    (common/switchfigures.py ``embedded_figures``)."""
     drops = {"tail": 0, "down": 0, "loss": 0}
     trims = ecn = 0
     counters: dict[str, int] = {}
@@ -202,7 +215,8 @@ def _switch_figures(fab: SimFabric) -> dict[str, Any]:
 
 def _results(topo: Topology, mode: PathMode, opts: SimOptions, fab: SimFabric,
              hosts: dict[str, SimHost], jobs: list[FlowJobs], ctl: SimController,
-             failures: _Failures, base: float, ack_timeout: int) -> dict[str, Any]:
+             failures: _Failures, base: float, ack_timeout: int, samples: list[Sample],
+             tracker: EvTracker) -> dict[str, Any]:
     flows = [j.flow for j in jobs]
     capacity: float | None = None
     size = len(flows) * 2 * len(topo.links)
@@ -259,9 +273,11 @@ def _results(topo: Topology, mode: PathMode, opts: SimOptions, fab: SimFabric,
         "cc_calibration": {
             "base_rtt": base, "topology_base_rtt": base, "ack_timeout": ack_timeout,
             "nscc": ({f.name: v for f, v in ctl.nscc.ListFields()} if ctl.nscc else None)},
-        # one sample at the end, as the emulation's switch samples count (since the start)
-        "samples": [{"t": fab.sched.now, "drops": sum(sw["drops"].values()),
-                     "trims": sw["trims"], "ecn": sw["ecn_marks"]}],
+        # the switch samples every SAMPLE_INTERVAL_S (mrcnet/sim/record.py), as the
+        # emulation's: counts since the start, rates over the interval
+        "samples": [asdict(s) for s in samples],
+        "ev_counts": tracker.counts(),
+        "ev_events": tracker.events[-5000:],
         "switches": sw,
         "sim": {
             "simulated_s": fab.sched.now,

@@ -1,6 +1,9 @@
 """One simulated run into its run folder: the topology as run (after ``--rate/--delay``),
-results.json and perf.json. `mrcnet sim` calls it once, `mrcnet sim sweep` once per point of
-its grid (in a worker process), so both write the same files the same way."""
+results.json and perf.json; for a single run also each QP's qlog (``qlog/``) and the
+emulation's plots (mrcnet/fabric/results.py ``plot``: overview, goodput, EV states,
+retransmissions, and cc.png of an NSCC writer QP), on simulated time. `mrcnet sim` calls it
+once, `mrcnet sim sweep` once per point of its grid (in a worker process, without qlog and
+plots: the sweep plots its grid), so both write the same results the same way."""
 
 from __future__ import annotations
 
@@ -49,9 +52,34 @@ def write(run_dir: Path, topo_text: str, sim: SimRun) -> str:
 
 
 def run_into(run_dir: Path, topology: str, opts: SimOptions,
-             progress: Progress | None = None) -> SimRun:
-    """Prepare, simulate and write one run (ValueError/TopologyError: refused input)."""
+             progress: Progress | None = None, records: bool = False) -> SimRun:
+    """Prepare, simulate and write one run (ValueError/TopologyError: refused input);
+    ``records``: also the qlog files and the plots."""
     topo, text = prepare(topology, opts.rate, opts.delay)
-    sim = simulate(topo, opts, progress)
+    sim = simulate(topo, opts, progress, run_dir / "qlog" if records else None)
     write(run_dir, text, sim)
+    if records:
+        plots(run_dir, topo.fabric.planes, sim)
     return sim
+
+
+CC_CANDIDATES = 64  # writer QPs whose qlog is read to choose cc.png's QP
+
+
+def plots(run_dir: Path, planes: int, sim: SimRun) -> list[Path]:
+    """The emulation's plots of a run (its qlog must be in ``run_dir/qlog``)."""
+    from mrcnet.fabric import ccplot, results
+    from mrcnet.fabric.liveview import Sample
+
+    res = sim.results
+    cc_qp = None
+    if res.get("cc") == "nscc":
+        best = 0
+        for host, qpn in sim.writers[:CC_CANDIDATES]:
+            n = len(ccplot.series(run_dir, host, qpn, 0.0).t)
+            if n > best:
+                best, cc_qp = n, f"{host}:{qpn}"
+    samples = [Sample(**s) for s in res["samples"]]
+    return results.plot(run_dir, samples, res["link_events"], res["ev_events"], planes,
+                        wall_t0=0.0, workloads=[(0.0, float(res["sim"]["simulated_s"]))],
+                        cc_qp=cc_qp)

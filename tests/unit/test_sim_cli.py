@@ -65,3 +65,35 @@ def test_bad_input_is_refused_with_the_reason(argv: list[str], message: str, tmp
                                               capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*argv, "--out", str(tmp_path)]) == 2
     assert message in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # a refused run leaves no folder
+
+
+def test_a_run_folder_has_each_qps_qlog_switch_samples_and_the_plots(tmp_path: Path) -> None:
+    from hosts.agent.qlog import read_qlog
+
+    out = tmp_path / "rec"
+    assert main(["sim", "clos-2p", "--rate", "20Mbps", "--size", "256KiB", "--cc", "nscc",
+                 "--lb", "reps", "--out", str(out)]) == 0
+    (run_dir,) = out.iterdir()
+    res = json.loads((run_dir / "results.json").read_text())
+    # one qlog per QP: a writer and a sink per flow
+    writers = [(r["src"], r["dst"]) for r in res["workloads"][0]["per_flow"]]
+    files = sorted((run_dir / "qlog").glob("*.sqlog"))
+    assert len(files) == 2 * len(writers)
+    samples_cc = 0
+    for path in files:
+        header, events = read_qlog(path)
+        assert header["trace"]["common_fields"]["reference_time"] == 0.0
+        assert all(0.0 <= ev["time"] <= res["sim"]["simulated_s"] * 1e3 for ev in events)
+        samples_cc += sum(1 for ev in events if ev["name"] == "mrc:recovery_metrics_updated")
+    assert samples_cc > 0  # NSCC's window samples, which cc.png draws
+    # switch samples every 10 simulated ms, on the emulation's fields; what reached the
+    # hosts covers every verified byte plus headers and acknowledgements, not more than 10 %
+    samples = res["samples"]
+    assert len(samples) >= int(res["sim"]["simulated_s"] / 0.01)
+    assert [s["t"] for s in samples] == sorted(s["t"] for s in samples)
+    delivered = sum(samples[-1]["plane_bytes"])
+    verified = res["workloads"][0]["verified_bytes"]
+    assert verified < delivered < 1.1 * verified
+    for name in ("overview.png", "goodput.png", "ev_states.png", "cc.png"):
+        assert (run_dir / name).stat().st_size > 10_000, name
