@@ -4,7 +4,8 @@ Lifecycle of every profile: INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT (mrc_ct
 Requirements: EV format to OFFLINE needs a mode, to ONLINE field widths. EV profile to OFFLINE
 needs a mode (and, unless AUTO, a format profile and an EV count; GEN also fields); to ONLINE
 the min-active count and the event mask, a fully populated array (EXP) and an ONLINE format
-profile. CC profile to OFFLINE needs the algorithm, to ONLINE the NSCC configuration.
+profile. CC profile to OFFLINE needs the algorithm (``uet-1.0-nscc`` or ``none``, the fixed
+window), to ONLINE its configuration (NSCC's parameters; the fixed window's ``max_cwnd``).
 ONLINE profiles may change their event mask, EV array (REPLACE_EV), EV states, fields, load
 balancing policy (``lb_policy``: rotation, reps, bitmap) and CC configuration (the device advertises *_PROFILE_MODIFY_ONLINE).
 
@@ -26,7 +27,10 @@ from common.proto import mrc_ctl_pb2 as pb
 from controller.errors import busy, invalid, not_found
 
 NSCC = "uet-1.0-nscc"
-CC_ALGORITHMS = (NSCC,)
+# The fixed window (the transport's "none"): no congestion control beyond ``max_cwnd`` bytes
+# in flight, the only field of its configuration that it reads (an RC baseline's window).
+FIXED_WINDOW = "none"
+CC_ALGORITHMS = (NSCC, FIXED_WINDOW)
 LB_POLICIES = ("rotation", "reps", "bitmap")  # EV profile lb_policy (agents' spraying policies)
 MAX_FMT_PROFILES = 16
 MAX_EV_PROFILES = 64
@@ -540,18 +544,23 @@ class ProfileStore:
                 raise invalid(f"CC profile {pid} is ONLINE: the algorithm cannot change")
             if req.algorithm not in CC_ALGORITHMS:
                 raise invalid(
-                    f"CC profile {pid}: unknown algorithm {req.algorithm!r} (supported: {NSCC})"
+                    f"CC profile {pid}: unknown algorithm {req.algorithm!r} (supported: "
+                    f"{', '.join(CC_ALGORITHMS)})"
                 )
             new.algorithm = req.algorithm
         if req.HasField("nscc"):
-            validate_nscc(pid, req.nscc)
+            if new.algorithm == FIXED_WINDOW:
+                validate_fixed_window(pid, req.nscc)
+            else:
+                validate_nscc(pid, req.nscc)
             new.nscc.CopyFrom(req.nscc)
         if target == pb.PROFILE_INIT and old_state != pb.PROFILE_INIT:
             new = pb.CcProfile(id=pid, state=pb.PROFILE_INIT)
         if target == pb.PROFILE_OFFLINE and not new.algorithm:
             raise invalid(f"CC profile {pid}: going OFFLINE needs an algorithm")
         if target == pb.PROFILE_ONLINE and not new.HasField("nscc"):
-            raise invalid(f"CC profile {pid}: going ONLINE needs the NSCC configuration")
+            raise invalid(f"CC profile {pid}: going ONLINE needs its configuration (nscc: the "
+                          f"NSCC parameters; {FIXED_WINDOW}: max_cwnd, the window)")
         new.state = target
         msgs: list[pb.ControllerMessage] = []
         if target == pb.PROFILE_ONLINE and (old_state != pb.PROFILE_ONLINE or req.HasField("nscc")):
@@ -586,6 +595,18 @@ class ProfileStore:
 
 def _gen_fields(p: pb.EvProfile) -> list[GenField]:
     return [GenField(f.width, f.init_val, f.mask, f.min_val, f.max_val) for f in p.fields]
+
+
+def validate_fixed_window(pid: int, c: pb.NsccConfig) -> None:
+    """A fixed-window profile's configuration: its window (``max_cwnd``) and nothing else."""
+    mtu = c.mtu or 4096
+    if c.max_cwnd < mtu:
+        raise invalid(f"CC profile {pid} ({FIXED_WINDOW}): max_cwnd, the window, must be at "
+                      f"least one MTU ({mtu})")
+    others = [f.name for f, _ in c.ListFields() if f.name not in ("max_cwnd", "mtu")]
+    if others:
+        raise invalid(f"CC profile {pid} ({FIXED_WINDOW}): only max_cwnd (the window) and mtu "
+                      f"apply, not {', '.join(others)}")
 
 
 def validate_nscc(pid: int, c: pb.NsccConfig) -> None:

@@ -149,11 +149,15 @@ class NoCongestionControl:
 
 FIXED_WINDOW = "none"
 """The fixed window's algorithm name (also ``CcProfile``'s default): no congestion control
-beyond ``HostConfig.default_cc_window`` bytes in flight."""
+beyond a window of bytes in flight: the profile's ``max_cwnd`` when it names one, else
+``HostConfig.default_cc_window``."""
 
 
 def _fixed_window(setup: CcSetup) -> NoCongestionControl:
-    return NoCongestionControl(setup.default_window)
+    window = int(setup.params.get("max_cwnd", 0))
+    if window < 0:
+        raise ValueError(f"fixed window {window}: must be positive")
+    return NoCongestionControl(max(window, setup.mtu) if window else setup.default_window)
 
 
 register_congestion_control(FIXED_WINDOW, _fixed_window)

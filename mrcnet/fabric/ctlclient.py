@@ -104,6 +104,20 @@ def cc_profile_requests(topo: Topology, base_rtt_s: float | None = None
     ], nscc
 
 
+def fixed_window_requests(profile_id: int, window: int, mtu: int) -> list[ProfileRequest]:
+    """The requests that bring CC profile ``profile_id`` ONLINE as a fixed window of
+    ``window`` bytes (the algorithm ``none``: e.g. an RC baseline's own window, whatever the
+    agents' default)."""
+    from controller.profile_store import FIXED_WINDOW
+
+    return [
+        pb.ModifyCcProfileRequest(profile_id=profile_id, state=pb.PROFILE_OFFLINE,
+                                  algorithm=FIXED_WINDOW),
+        pb.ModifyCcProfileRequest(profile_id=profile_id, state=pb.PROFILE_ONLINE,
+                                  nscc=pb.NsccConfig(max_cwnd=window, mtu=mtu)),
+    ]
+
+
 class CtlClient(ControllerClient):
     """The controller client (controller/client.py) with the run's profiles."""
 
@@ -121,6 +135,11 @@ class CtlClient(ControllerClient):
         for req in requests:
             self._send(req)
         return nscc
+
+    def setup_fixed_window(self, profile_id: int, window: int, mtu: int) -> None:
+        """CC profile ``profile_id`` ONLINE: a fixed window of ``window`` bytes."""
+        for req in fixed_window_requests(profile_id, window, mtu):
+            self._send(req)
 
     def _send(self, req: ProfileRequest) -> None:
         if isinstance(req, pb.ModifyEvFmtProfileRequest):

@@ -5,7 +5,15 @@ twice: ``shift:2`` (each host writes ``--size`` bytes to a host behind the other
 receives from one; no incast), first with MRC QPs spraying over all their EVs (load balancing
 ``--lb``), then with RC QPs (one EV each: the ECMP single path, where two flows hashed onto one
 spine share it). MRC QPs bind ``--cc`` (NSCC, the run's CC profile, or the fixed
-``--window``); RC QPs always use the fixed window (RC acknowledgements carry no CC state).
+``--window``); RC QPs always use a fixed window (RC acknowledgements carry no CC state), their
+own CC profile 2 of ``--rc-window`` bytes: by default 1.5 times the BDP of their one path
+(the host link's rate on one plane x the topology's base RTT), so that two flows hashed onto
+one spine link queue there below the trim threshold instead of overflowing it. (A window of
+many BDPs, e.g. the 128 KiB MRC's fixed window uses, floods that queue and RC's go-back-N
+resends the window after every trim: the ECMP baseline then measured 0.06-0.11 of ideal, a
+figure of the window, not of ECMP. At 20 Mb/s: 28 KiB, 0 resent, 0.24; 36 KiB (2 BDP), 323
+resent and 3 timeouts, 0.22.) An RC QP uses one plane, so its ideal share is 1 / planes; two
+flows on one spine link halve it.
 
 fraction = (bytes of all flows x 8 / time until the last flow completed) / ideal, with ideal
 = the largest aggregate rate of the permutation over the fabric (max-flow, see
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from typing import Any
 
@@ -25,6 +34,7 @@ from controller.profile_store import LB_POLICIES
 from mrcnet.fabric.fidelity import verdict
 from testbed.bench import tdfarg, verdicts
 from testbed.bench.failover_goodput import capacity
+from topologies.model import Topology
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -40,7 +50,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cc", default="nscc", choices=["nscc", "fixed"])
     parser.add_argument("--lb", default="reps", choices=LB_POLICIES)
     parser.add_argument("--window", default="128KiB", help="the fixed window (--cc fixed)")
+    parser.add_argument("--rc-window", default="auto",
+                        help="the RC baseline's fixed window (default auto: 1.5 x its path's BDP)")
     parser.add_argument("--json", action="store_true")
+
+
+RC_PROFILE = 2  # the RC baseline's CC profile: a fixed window
+RC_WINDOW_BDPS = 1.5
+RC_WINDOW_MIN_PACKETS = 4
+
+
+def rc_window(topo: Topology) -> int:
+    """1.5 times the BDP of one RC QP's path (one plane's host link rate x the topology's base
+    RTT), in whole MTUs, at least ``RC_WINDOW_MIN_PACKETS``."""
+    from topologies.model import NodeKind
+    from topologies.paths import base_rtt
+
+    host = next(n.name for n in topo.nodes_of(NodeKind.HOST))
+    link = topo.link_at(host, 0)
+    assert link is not None
+    mtu = topo.fabric.mtu
+    bdp = link.params.rate_bps * base_rtt(topo) / 8
+    return max(RC_WINDOW_MIN_PACKETS, math.ceil(RC_WINDOW_BDPS * bdp / mtu)) * mtu
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,13 +92,18 @@ def run(args: argparse.Namespace) -> int:
         fab.start()
         assert fab.topo is not None and fab.runner is not None
         hosts = [n.name for n in fab.topo.nodes_of(NodeKind.HOST)]
+        window_rc = (rc_window(fab.topo) if args.rc_window == "auto"
+                     else int(parse_size(args.rc_window)))
+        assert fab.ctl is not None
+        fab.ctl.setup_fixed_window(RC_PROFILE, window_rc, fab.topo.fabric.mtu)
+        out["rc_window"] = window_rc
         ideal = capacity(fab.topo, flows_for("shift:2", hosts), set())
         summaries = []
         for key, qp in (("mrc", "MRC"), ("ecmp", "RC")):
             print(f"[bench spray] {qp} ...", file=sys.stderr, flush=True)
-            # RC acknowledgements carry no CC_STATE: the RC baseline runs the fixed window
+            # RC acknowledgements carry no CC_STATE: the RC baseline runs its fixed window
             wl = fab.runner.submit("shift:2", size, qp, timeout=300,
-                                   cc_profile=0 if qp == "RC" else None)
+                                   cc_profile=RC_PROFILE if qp == "RC" else None)
             fab.runner.wait(wl, 330, fab.check_alive)
             s = wl.summary()
             summaries.append(s)

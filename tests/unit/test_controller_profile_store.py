@@ -306,7 +306,7 @@ def test_cc_profile_lifecycle_and_validation() -> None:
         pb.ModifyCcProfileRequest(profile_id=1, state=pb.PROFILE_OFFLINE, algorithm="uet-1.0-nscc")
     )
     e = err(store.modify_cc, pb.ModifyCcProfileRequest(profile_id=1, state=pb.PROFILE_ONLINE))
-    assert "needs the NSCC configuration" in e.message
+    assert "needs its configuration" in e.message
     cfg = nscc_defaults(1e9, 100e-6)
     bad = pb.NsccConfig()
     bad.CopyFrom(cfg)
@@ -406,3 +406,32 @@ def test_the_load_balancing_policy_is_part_of_the_ev_profile() -> None:
     # changeable while ONLINE: the whole profile is sent again
     _, msgs = store.modify_ev(pb.ModifyEvProfileRequest(profile_id=1, lb_policy="reps"))
     assert [m.ev_profile.lb_policy for m in msgs] == ["reps"]
+
+
+def test_a_fixed_window_profile_takes_its_window_and_nothing_else() -> None:
+    from hosts.agent.ctlprofiles import core_cc_profile
+    from hosts.transport.cc import CcSetup, congestion_control_factory
+
+    store = ProfileStore(ports=1)
+    store.modify_cc(pb.ModifyCcProfileRequest(profile_id=2, state=pb.PROFILE_OFFLINE,
+                                              algorithm="none"))
+    small = pb.NsccConfig(max_cwnd=1000, mtu=4096)
+    assert "at least one MTU" in err(
+        store.modify_cc, pb.ModifyCcProfileRequest(profile_id=2, nscc=small)).message
+    nscc_fields = pb.NsccConfig(max_cwnd=32768, gamma=0.8)
+    assert "not gamma" in err(
+        store.modify_cc, pb.ModifyCcProfileRequest(profile_id=2, nscc=nscc_fields)).message
+    out, msgs = store.modify_cc(pb.ModifyCcProfileRequest(
+        profile_id=2, state=pb.PROFILE_ONLINE, nscc=pb.NsccConfig(max_cwnd=32768, mtu=4096)))
+    assert out.state == pb.PROFILE_ONLINE and out.algorithm == "none"
+    # what an agent builds from the distributed profile: a window of exactly 32 KiB
+    core = core_cc_profile(msgs[0].cc_profile)
+    factory = congestion_control_factory(core.algorithm)
+    assert factory is not None
+    cc = factory(CcSetup(qpn=5, mtu=4096, default_window=128 * 1024, params=core.params))
+    assert cc.get_log_data()["cwnd"] == 32768
+    assert cc.can_send(bytes_in_flight=28672, size=4096)
+    assert not cc.can_send(bytes_in_flight=32768, size=4096)
+    # a profile without a window keeps the host's default
+    plain = factory(CcSetup(qpn=6, mtu=4096, default_window=65536))
+    assert plain.get_log_data()["cwnd"] == 65536
