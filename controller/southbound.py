@@ -13,12 +13,13 @@ chosen by the kind in its endpoint); optical circuits become OcsIngress.cross_co
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import grpc
 
 from common.p4runtime_client import (
     CONTROLLER_ELECTION_ID,
+    EntityWriter,
     P4RuntimeClient,
     P4RuntimeError,
     P4RuntimeWriteError,
@@ -41,6 +42,50 @@ CROSS_CONNECT = "OcsIngress.cross_connect"
 INGRESS_PORT = "standard_metadata.ingress_port"
 CONNECT = "OcsIngress.connect"
 DARK = "OcsIngress.dark"  # the action an input port holds while its mirror moves
+
+
+def dark_updates(client: EntityWriter, current: Mapping[int, int], ports: Iterable[int]
+                 ) -> list[p4runtime_pb2.Update]:
+    """The Write that darkens OCS input ``ports`` (their cross_connect entries become the
+    dark action), given the entries ``current`` holds (input -> output, -1: dark)."""
+    Update = p4runtime_pb2.Update
+    updates = []
+    for port in sorted(ports):
+        kind = Update.MODIFY if port in current else Update.INSERT
+        te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port}, DARK, {})
+        updates.append(client.update(kind, table_entry=te))
+    return updates
+
+
+def circuit_updates(client: EntityWriter, current: Mapping[int, int],
+                    cross_connects: Mapping[int, int]) -> list[p4runtime_pb2.Update]:
+    """Only the difference from ``current`` to ``cross_connects`` (input -> output port):
+    DELETE, MODIFY, INSERT in one Write."""
+    Update = p4runtime_pb2.Update
+    updates = []
+    for port in sorted(set(current) - set(cross_connects)):
+        te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port})
+        updates.append(client.update(Update.DELETE, table_entry=te))
+    for port, out in sorted(cross_connects.items()):
+        if current.get(port) == out:
+            continue
+        kind = Update.MODIFY if port in current else Update.INSERT
+        te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port}, CONNECT, {"port": out})
+        updates.append(client.update(kind, table_entry=te))
+    return updates
+
+
+def connects_of(connect_id: int, entries: Iterable[p4runtime_pb2.TableEntry]
+                ) -> dict[int, int]:
+    """The cross-connects (input -> output port) of read-back cross_connect entries whose
+    action (id ``connect_id``) connects; dark and dropping ports are left out."""
+    out = {}
+    for te in entries:
+        if te.action.action.action_id != connect_id:
+            continue
+        port = int.from_bytes(te.match[0].exact.value, "big")
+        out[port] = int.from_bytes(te.action.action.params[0].value, "big")
+    return out
 
 
 class SouthboundError(BackendError):
@@ -215,13 +260,8 @@ class SwitchFabric:
         """Input ports whose circuit is about to change: their entries become the dark
         action (frames entering them are dropped and counted) in one Write."""
         ocs, client = self._ocs()
-        Update = p4runtime_pb2.Update
         with self._lock:
-            updates = []
-            for port in sorted(ports):
-                kind = Update.MODIFY if port in self._xc else Update.INSERT
-                te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port}, DARK, {})
-                updates.append(client.update(kind, table_entry=te))
+            updates = dark_updates(client, self._xc, ports)
             if updates:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
@@ -234,35 +274,16 @@ class SwitchFabric:
     def read_circuits(self) -> dict[int, int]:
         """The OCS's cross_connect entries that connect (read back over P4Runtime)."""
         ocs, client = self._ocs()
-        connect = client.program.id(CONNECT)
         try:
             entries = client.read_table(CROSS_CONNECT)
         except P4RuntimeError as exc:
             raise SouthboundError(f"{ocs}: cross-connect read failed: {exc}") from None
-        out = {}
-        for te in entries:
-            if te.action.action.action_id != connect:
-                continue
-            port = int.from_bytes(te.match[0].exact.value, "big")
-            out[port] = int.from_bytes(te.action.action.params[0].value, "big")
-        return out
+        return connects_of(client.program.id(CONNECT), entries)
 
     def apply_circuits(self, cross_connects: dict[int, int]) -> None:
         ocs, client = self._ocs()
-        Update = p4runtime_pb2.Update
-        updates = []
         with self._lock:
-            for port in sorted(set(self._xc) - set(cross_connects)):
-                te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port})
-                updates.append(client.update(Update.DELETE, table_entry=te))
-            for port, out in sorted(cross_connects.items()):
-                if self._xc.get(port) == out:
-                    continue
-                kind = Update.MODIFY if port in self._xc else Update.INSERT
-                te = client.table_entry(
-                    CROSS_CONNECT, {INGRESS_PORT: port}, CONNECT, {"port": out}
-                )
-                updates.append(client.update(kind, table_entry=te))
+            updates = circuit_updates(client, self._xc, cross_connects)
             if updates:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
