@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcnet.cmd_up import DEFAULT_SIZE
-from topologies.model import PathMode
+from topologies.model import FabricKind, PathMode, Topology
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,9 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "or 'compare EMU.json SIM.json'; or 'sweep [TOPOLOGY]' with "
                              "comma lists of option values")
     parser.add_argument("files", nargs="*", metavar="RESULTS", help=argparse.SUPPRESS)
-    parser.add_argument("--run", default="permutation", metavar="WORKLOAD",
+    parser.add_argument("--run", default=None, metavar="WORKLOAD",
                         help="all-to-all, permutation (default), shift:K, pair:SRC:DST, "
-                             "incast:DST")
+                             "incast:DST; on circuit fabrics PHASE:ALGORITHM (allreduce:rd "
+                             "(default), allreduce:swing, reduce-scatter:ring, ...)")
     parser.add_argument("--qp", default="MRC", help="MRC (default) or RC (baseline)")
     parser.add_argument("--mode", default=None,
                         help=f"path mode: {', '.join(m.value for m in PathMode)} "
@@ -69,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the run (or sweep) folder goes under DIR (default results/)")
     parser.add_argument("--json", action="store_true",
                         help="print results.json (a sweep: sweep.json) at the end")
+    from mrcnet import cmd_collective
+
+    cmd_collective.add_arguments(parser)  # circuit fabrics: --schedule, --alpha-r, --degree...
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,9 +91,12 @@ def run(args: argparse.Namespace) -> int:
     from mrcnet.sim.grid import single
     from mrcnet.sim.run import simulate
     from mrcnet.sim.runfolder import new_run_dir, prepare, write
-    from topologies.loader import TopologyError
+    from topologies.loader import TopologyError, load, resolve
 
     try:
+        if load(resolve(args.topology)).fabric.kind == FabricKind.CIRCUIT:
+            topo, topo_text = prepare(args.topology, args.rate, args.delay)
+            return _collectives(args, topo, topo_text)
         opts = single(args)
         topo, topo_text = prepare(args.topology, opts.rate, opts.delay)
 
@@ -110,6 +117,60 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(text)
     return 0 if sim.results["completed"] else 1
+
+
+def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> int:
+    """A circuit fabric: the collective of ``--run`` once per ``--schedule``
+    (mrcnet/sim/collrun.py)."""
+    from common.units import parse_duration
+    from controller.harvest.model import HarvestError
+    from mrcnet import cmd_collective
+    from mrcnet.fabric.collectives import CollectiveError
+    from mrcnet.sim.collrun import simulate_collectives, table
+    from mrcnet.sim.runfolder import new_run_dir, write
+
+    packet_only = [flag for flag, value, default in (
+        ("--qp", args.qp, "MRC"), ("--mode", args.mode, None), ("--cc", args.cc, "fixed"),
+        ("--lb", args.lb, "rotation"), ("--cp-delay", args.cp_delay, "1"),
+        ("--fail", args.fail, []), ("--restore", args.restore, [])) if value != default]
+    try:
+        if packet_only:
+            raise ValueError(f"{', '.join(packet_only)}: packet fabrics only ({topo.name} is "
+                             "a circuit fabric)")
+        if args.run is not None and ":" not in args.run:
+            raise ValueError(f"--run {args.run}: {topo.name} is a circuit fabric: give "
+                             "PHASE:ALGORITHM (allreduce:rd, allreduce:swing, ...)")
+        spec = cmd_collective.prepare(args, topo)
+        seed, limit = int(args.seed), parse_duration(args.limit)
+        if not limit > 0:
+            raise ValueError("--limit must be > 0 seconds")
+        if spec["barrier"] != "all":
+            raise ValueError("--barrier early is not simulated (only 'all')")
+    except (ValueError, HarvestError) as exc:
+        print(f"mrcnet sim: {exc}", file=sys.stderr)
+        return 2
+    print(f"simulating {topo.name}: {spec['gpus']} GPUs, {spec['phase']}:{spec['collective']} "
+          f"of {args.size}, degree {spec['degree']}, schedules {', '.join(spec['schedules'])}",
+          file=sys.stderr)
+    run_dir = new_run_dir(Path(args.out))
+
+    def say(text: str) -> None:
+        print(f"  {text}", file=sys.stderr, flush=True)
+
+    try:
+        sim = simulate_collectives(topo, spec, run_dir, seed, limit, say)
+    except (CollectiveError, HarvestError, ValueError) as exc:
+        print(f"mrcnet sim: {exc} (run folder {run_dir})", file=sys.stderr)
+        return 1
+    text = write(run_dir, topo_text, sim)
+    print(table(sim.results), file=sys.stderr)
+    perf = sim.perf
+    print(f"wall {perf['wall_s']:.2f} s, CPU {perf['cpu_s']:.2f} s; {int(perf['events'])} "
+          f"events, {perf['events_per_s']:.0f} events/s; peak RSS {perf['peak_rss_mib']:.0f} "
+          f"MiB; run folder {run_dir}", file=sys.stderr)
+    if args.json:
+        print(text)
+    return 0 if sim.results["verified"] else 1
 
 
 def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None:
