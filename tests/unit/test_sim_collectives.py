@@ -1,0 +1,154 @@
+"""Collectives on a simulated circuit fabric (mrcnet/sim/collective.py): the emulation's plans,
+routes, runner reductions and controller protocol on the simulated clock; sums checked
+against a numpy sum computed here, dark ports counted by the OCS program, the same inputs
+giving the same results."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from argparse import Namespace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from common.collectives import build
+from common.proto import mrc_ctl_pb2 as pb
+from controller.fabric import FabricState
+from controller.harvest import schedules
+from controller.harvest.engine import Synthesizer
+from controller.harvest.model import Params
+from hosts.collective.runner import StepTiming, make_input
+from mrcnet import cmd_collective
+from mrcnet.cli import main
+from mrcnet.sim.collective import SimCircuitFabric, SimCollectiveDriver
+from mrcnet.sim.collrun import simulate_collectives
+from mrcnet.sim.fabric import build_fabric
+from mrcnet.sim.gpurun import SimGpuRunner
+from mrcnet.sim.ocs import SimOcs, reconfigure
+from topologies.loader import load
+
+SIZE = 64 * 1024  # 8 blocks of 8 KiB: a few milliseconds of simulated time at 1 Gb/s
+DARK = 10e-6  # scaleup-ocs's reconfig_delay
+
+
+def spec(run: str = "allreduce:rd", size: str = "64KiB") -> dict[str, Any]:
+    args = Namespace(run=run, size=size, schedule="static,every-step,harvest", alpha_r=None,
+                     degree=None, dtype="int32", barrier="all", calibration="shapes")
+    return cmd_collective.prepare(args, load("scaleup-ocs"))
+
+
+def numpy_sum(seed: int, n: int, count: int) -> np.ndarray:
+    """Every rank's input summed in int64, wrapped to int32 (two's complement), computed
+    apart from the runner's ``expected_sum``."""
+    total = np.sum([make_input(seed, r, "int32", count).astype(np.int64) for r in range(n)],
+                   axis=0)
+    return ((total + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+
+
+def test_rd_allreduce_on_8_gpus_verifies_every_schedule(tmp_path: Path) -> None:
+    topo = load("scaleup-ocs")
+    driver = SimCollectiveDriver(SimCircuitFabric(topo, tmp_path))
+    coll = build("rd", 8, "allreduce")
+    params = Params(1, 1e9, 20e-6, 2e-6, DARK)
+    want = hashlib.sha256(numpy_sum(7, 8, SIZE // 4).tobytes()).hexdigest()
+    measured = {}
+    for sched in driver.schedules_for(coll, SIZE, 1, params, cmd_collective.DEFAULT_SCHEDULES):
+        plan = driver.plan_for(coll, sched, SIZE, 1, params, DARK)
+        out = driver.run_plan(plan, seed=7)
+        assert out.verified is True, sched.name
+        assert [g["sha256"] for g in out.gpus] == [want] * 8  # every GPU holds the sum
+        assert all(s.circuits_ok for s in out.steps)  # the OCS read back the plan's circuits
+        assert out.reconfigurations == sched.reconfigurations
+        # the barrier's records add up, and a reconfiguring step waited the dark time out
+        assert out.measured_s == pytest.approx(sum(s.gap_s + s.step_s for s in out.steps))
+        for s in out.steps:
+            assert s.gap_s == pytest.approx(DARK if s.reconfigured and s.step > 1 else 0.0,
+                                            abs=1e-12)
+        assert out.dark_drops == 0  # barrier "all": nothing in flight while ports are dark
+        assert sum(g["router"]["forwarded"] for g in out.gpus) > 0 or sched.name != "static"
+        measured[sched.name] = out.measured_s
+    assert measured["harvest"] < measured["static"]  # multi-hop ring steps cost more
+
+
+def test_results_are_byte_identical_and_model_compared(tmp_path: Path) -> None:
+    topo = load("scaleup-ocs")
+    a = simulate_collectives(topo, spec(), tmp_path / "a", seed=3)
+    b = simulate_collectives(topo, spec(), tmp_path / "b", seed=3)
+    text = json.dumps(a.results, sort_keys=True)
+    assert text == json.dumps(b.results, sort_keys=True)
+    res = a.results
+    assert res["verified"] is True and res["simulated"] is True
+    for name in ("static", "every-step", "harvest"):
+        row = res["schedules"][name]
+        assert row["verified"] is True
+        assert row["ratio"] == pytest.approx(row["measured_s"] / row["model_s"])
+        assert 0.5 < row["ratio"] < 2.0
+    assert res["calibration"]["bandwidth_bps"] > 0
+    assert res["sim"]["events"] > 0
+
+
+def test_a_corrupted_reduction_fails_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    original = SimGpuRunner.apply_arrivals
+
+    def corrupt(self: SimGpuRunner, i: int, timing: StepTiming) -> None:
+        original(self, i, timing)
+        if self.rank == 5 and i == 3:  # its last reduce-scatter step: the block it owns
+            self.data += 1  # is off by one, and the all-gather spreads it
+
+    monkeypatch.setattr(SimGpuRunner, "apply_arrivals", corrupt)
+    res = simulate_collectives(load("scaleup-ocs"), spec(), tmp_path, seed=1).results
+    assert res["verified"] is False
+    assert all(row["verified"] is False for row in res["schedules"].values())
+    out = tmp_path / "cli"
+    assert main(["sim", "scaleup-ocs", "--size", "64KiB", "--schedule", "static",
+                 "--out", str(out)]) == 1
+    (run_dir,) = out.iterdir()
+    assert json.loads((run_dir / "results.json").read_text())["verified"] is False
+
+
+class Capture:
+    def __init__(self) -> None:
+        self.got: list[tuple[float, int, bytes]] = []
+        self.now = lambda: 0.0
+
+    def receive(self, port: int, frame: bytes) -> None:
+        self.got.append((self.now(), port, frame))
+
+
+def test_frames_meeting_a_reconfiguring_port_are_dropped_and_counted() -> None:
+    topo = load("scaleup-ocs")
+    fab = build_fabric(topo)
+    caps = {g: Capture() for g in ("g1", "g2")}
+    for g, cap in caps.items():
+        cap.now = fab.sched.clock
+        fab.attach(g, 0, cap)
+    ocs = SimOcs(fab)
+    state = FabricState(topo, ocs)
+    to_g1 = [pb.Circuit(src="g0:0", dst="g1:0")]
+    to_g2 = [pb.Circuit(src="g0:0", dst="g2:0")]
+    state.reconfigure(to_g1)
+    frame = bytes(range(200))  # light: the OCS forwards any bytes
+    fab.send("g0", 0, frame)
+    fab.sched.run()
+    assert [f for _, _, f in caps["g1"].got] == [frame] and ocs.dark_drops() == 0
+    done: list[float] = []
+    dark = 1e-3
+    t0 = fab.sched.now
+    assert reconfigure(state, ocs, to_g2, dark, lambda: done.append(fab.sched.now))
+    fab.send("g0", 0, frame)  # into the dark port
+    fab.sched.run(until=t0 + dark / 2)
+    fab.send("g0", 0, frame)  # still dark
+    fab.sched.run()
+    assert done == [pytest.approx(t0 + dark)]
+    assert ocs.dark_drops() == 2
+    assert len(caps["g1"].got) == 1 and caps["g2"].got == []
+    assert ocs.read_circuits() == state.cross_connects
+    fab.send("g0", 0, frame)  # the new circuit carries it to g2
+    fab.sched.run()
+    assert [f for _, _, f in caps["g2"].got] == [frame] and ocs.dark_drops() == 2
+    # an unchanged circuit set darkens nothing
+    assert not reconfigure(state, ocs, to_g2, dark, lambda: None)
