@@ -4,7 +4,7 @@ The OCS node is a simulated switch running p4/ocs.p4 (mrcnet/sim/fabric.py): a f
 a port leaves on the port its cross_connect entry names, a port whose entry is the dark action
 drops it and counts it in ``OcsIngress.dark_drops``, a port without an entry drops it.
 ``SimOcs`` is the controller's southbound for it (controller.fabric.FabricBackend): the same
-P4Runtime updates the controller's ``SwitchFabric`` writes (controller/southbound.py
+P4Runtime updates the controller's ``SwitchFabric`` writes (controller/circuit_writes.py
 ``dark_updates``, ``circuit_updates``), applied in process, and the same read-back.
 
 ``reconfigure`` is ``FabricState.reconfigure`` on the simulated clock: the input ports whose
@@ -18,14 +18,14 @@ from collections.abc import Callable
 
 from common.proto import mrc_ctl_pb2 as pb
 from common.proto.p4.v1 import p4runtime_pb2
-from controller.fabric import FabricState
-from controller.southbound import (
+from controller.circuit_writes import (
     CONNECT,
     CROSS_CONNECT,
     circuit_updates,
     connects_of,
     dark_updates,
 )
+from controller.fabric import FabricState
 from mrcnet.sim.fabric import SimError, SimFabric
 from switch.p4runtime.readwrite import read_entities
 from topologies.model import Link, NodeKind

@@ -17,8 +17,6 @@ import pytest
 from common.collectives import build
 from common.proto import mrc_ctl_pb2 as pb
 from controller.fabric import FabricState
-from controller.harvest import schedules
-from controller.harvest.engine import Synthesizer
 from controller.harvest.model import Params
 from hosts.collective.runner import StepTiming, make_input
 from mrcnet import cmd_collective
