@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mrcnet.cmd_up import DEFAULT_SIZE
+from mrcnet.cmd_up import DEFAULTS as UP_DEFAULTS
 from topologies.model import FabricKind, PathMode, Topology
 
 
@@ -44,8 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lb", default="rotation",
                         help="load balancing over the EVs (the run's EV profile): "
                              "rotation (default), reps or bitmap")
-    parser.add_argument("--window", default="64KiB",
-                        help="bytes in flight per QP with --cc fixed (default 64KiB)")
+    parser.add_argument("--window", default=None,
+                        help="bytes in flight per QP with --cc fixed (default 64KiB; circuit "
+                             "fabrics 128KiB, as mrcnet up)")
     parser.add_argument("--rate", default=None, help="rate of every link (default: the file's)")
     parser.add_argument("--delay", default=None,
                         help="one-way delay of every link (default: the file's)")
@@ -119,10 +121,13 @@ def run(args: argparse.Namespace) -> int:
     return 0 if sim.results["completed"] else 1
 
 
+CIRCUIT_DEFAULTS = UP_DEFAULTS["circuit"]  # (link rate, window): the window is mrcnet up's
+
+
 def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> int:
     """A circuit fabric: the collective of ``--run`` once per ``--schedule``
     (mrcnet/sim/collrun.py)."""
-    from common.units import parse_duration
+    from common.units import parse_duration, parse_size
     from controller.harvest.model import HarvestError
     from mrcnet import cmd_collective
     from mrcnet.fabric.collectives import CollectiveError
@@ -142,6 +147,9 @@ def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> in
                              "PHASE:ALGORITHM (allreduce:rd, allreduce:swing, ...)")
         spec = cmd_collective.prepare(args, topo)
         seed, limit = int(args.seed), parse_duration(args.limit)
+        window = int(parse_size(args.window or CIRCUIT_DEFAULTS[1]))
+        if window <= 0:
+            raise ValueError(f"--window {args.window}: must be positive")
         if not limit > 0:
             raise ValueError("--limit must be > 0 seconds")
         if spec["barrier"] != "all":
@@ -150,7 +158,7 @@ def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> in
         print(f"mrcnet sim: {exc}", file=sys.stderr)
         return 2
     print(f"simulating {topo.name}: {spec['gpus']} GPUs, {spec['phase']}:{spec['collective']} "
-          f"of {args.size}, degree {spec['degree']}, schedules {', '.join(spec['schedules'])}",
+          f"of {args.size}, degree {spec['degree']}, window {window} B, schedules {', '.join(spec['schedules'])}",
           file=sys.stderr)
     run_dir = new_run_dir(Path(args.out))
 
@@ -158,7 +166,7 @@ def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> in
         print(f"  {text}", file=sys.stderr, flush=True)
 
     try:
-        sim = simulate_collectives(topo, spec, run_dir, seed, limit, say)
+        sim = simulate_collectives(topo, spec, run_dir, seed, limit, say, window)
     except (CollectiveError, HarvestError, ValueError) as exc:
         print(f"mrcnet sim: {exc} (run folder {run_dir})", file=sys.stderr)
         return 1

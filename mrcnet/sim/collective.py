@@ -41,7 +41,7 @@ from mrcnet.sim.hostnode import SimHost
 from mrcnet.sim.ocs import SimOcs
 from topologies.model import FabricKind, Topology
 
-DEFAULT_WINDOW = 64 * 1024  # the orchestrator's fixed window (mrcnet up's --window default)
+DEFAULT_WINDOW = 128 * 1024  # mrcnet up's fixed window on circuit fabrics (cmd_up.DEFAULTS)
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from mrcnet.cmd_collective import calibration_for
 from mrcnet.fabric import collective_report as report
-from mrcnet.sim.collective import SimCircuitFabric, SimCollectiveDriver
+from mrcnet.sim.collective import DEFAULT_WINDOW, SimCircuitFabric, SimCollectiveDriver
 from mrcnet.sim.fabric import SimError
 from mrcnet.sim.run import SimRun
 from topologies.model import Topology
@@ -30,14 +30,15 @@ SPEC_FIELDS = ("collective", "phase", "gpus", "degree", "size_bytes", "dtype", "
 
 
 def simulate_collectives(topo: Topology, spec: dict[str, Any], run_dir: Path, seed: int = 1,
-                         limit_s: float = 10.0,
-                         say: Callable[[str], None] | None = None) -> SimRun:
+                         limit_s: float = 10.0, say: Callable[[str], None] | None = None,
+                         window: int = DEFAULT_WINDOW) -> SimRun:
     """Calibrate, then run every schedule of ``spec`` (``cmd_collective.prepare``'s) on
     ``topo``; a GPU error or a run past ``limit_s`` raises CollectiveError."""
     if spec.get("barrier", "all") != "all":
         raise SimError("--barrier early is not simulated (only 'all')")
     wall0, cpu0 = time.monotonic(), time.process_time()
-    fab = SimCircuitFabric(topo, run_dir, limit_s=limit_s, say=say or (lambda text: None))
+    fab = SimCircuitFabric(topo, run_dir, window=window, limit_s=limit_s,
+                           say=say or (lambda text: None))
     driver = SimCollectiveDriver(fab)
     cal = calibration_for(driver, fab, spec)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
@@ -65,7 +66,7 @@ def simulate_collectives(topo: Topology, spec: dict[str, Any], run_dir: Path, se
     results = report.summary(outcomes, cal, {k: spec[k] for k in SPEC_FIELDS})
     results.update({
         "simulated": True, "topology": topo.name, "switch": "sim", "seed": seed,
-        "limit_s": limit_s, "dark_s": spec["dark_s"],
+        "limit_s": limit_s, "dark_s": spec["dark_s"], "window": window,
         "calibration_method": spec["calibration"] if isinstance(spec["calibration"], str)
         else "file",
         "runs": [o.to_json() for o in outcomes],
