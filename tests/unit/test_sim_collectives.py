@@ -150,3 +150,24 @@ def test_frames_meeting_a_reconfiguring_port_are_dropped_and_counted() -> None:
     assert [f for _, _, f in caps["g2"].got] == [frame] and ocs.dark_drops() == 2
     # an unchanged circuit set darkens nothing
     assert not reconfigure(state, ocs, to_g2, dark, lambda: None)
+
+
+def test_swing_on_both_ports_and_the_cli_writes_the_same_bytes(tmp_path: Path) -> None:
+    """Swing at degree 2 (both optical ports of every GPU, routes forwarded by the GPUs'
+    routers); two runs of the command write the same results.json."""
+    argv = ["sim", "scaleup-ocs", "--run", "allreduce:swing", "--size", "64KiB",
+            "--schedule", "static,harvest"]
+    raws = []
+    for name in ("a", "b"):
+        assert main([*argv, "--out", str(tmp_path / name)]) == 0
+        (run_dir,) = (tmp_path / name).iterdir()
+        raws.append((run_dir / "results.json").read_bytes())
+    assert raws[0] == raws[1]
+    res = json.loads(raws[0])
+    assert res["degree"] == 2 and res["verified"] is True
+    assert set(res["schedules"]) == {"static", "harvest"}
+    for run in res["runs"]:
+        assert run["verified"] is True and run["ratio"] == pytest.approx(
+            run["measured_s"] / run["model_s"])
+        assert sum(s["step_s"] + s["gap_s"] for s in run["steps"]) == pytest.approx(
+            run["measured_s"])
