@@ -21,6 +21,7 @@ Reductions take no simulated time (the emulation measures theirs as CPU seconds,
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -101,7 +102,7 @@ class SimGpuRunner(CollectiveRunner):
             return
         steps = self.plan.algorithm.steps
         if step > len(steps):
-            self.result.sha256 = _sha256(self.data)
+            self.result.sha256 = hashlib.sha256(_bytes(self.data)).hexdigest()
             return
         if self.router is not None:
             self.router.select(step)
@@ -167,9 +168,3 @@ class SimGpuRunner(CollectiveRunner):
                            for peer, qpn in self.qps.items()}
         out["errors"] = [self.error] if self.error else []
         return out
-
-
-def _sha256(data: Any) -> str:
-    import hashlib
-
-    return hashlib.sha256(_bytes(data)).hexdigest()
