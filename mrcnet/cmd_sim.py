@@ -25,7 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # The grid options are read as text (mrcnet/sim/grid.py): `mrcnet sim sweep` takes comma
     # lists of them, a single run one value each; choices are checked there, with the flag.
     parser.add_argument("topology", nargs="?", default="clos-2p",
-                        help="topology name or YAML file (packet fabrics; default clos-2p); "
+                        help="topology name or YAML file (default clos-2p; a circuit fabric "
+                             "runs --run PHASE:ALGORITHM once per --schedule); "
                              "or 'compare EMU.json SIM.json'; or 'sweep [TOPOLOGY]' with "
                              "comma lists of option values")
     parser.add_argument("files", nargs="*", metavar="RESULTS", help=argparse.SUPPRESS)
@@ -59,9 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
                         help="bring link A-B (or plane:P) back up at S simulated seconds")
     parser.add_argument("--seed", default="1",
-                        help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1)")
+                        help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1); "
+                             "circuit fabrics: the GPUs' inputs")
     parser.add_argument("--limit", default="10", metavar="S",
-                        help="simulated seconds before the run gives up (default 10)")
+                        help="simulated seconds before the run gives up (default 10; circuit "
+                             "fabrics: each collective run)")
     parser.add_argument("--round", type=int, default=1, metavar="N",
                         help="compare: the emulated run's workload round (default 1)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
