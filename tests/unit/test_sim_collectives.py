@@ -171,3 +171,48 @@ def test_swing_on_both_ports_and_the_cli_writes_the_same_bytes(tmp_path: Path) -
             run["measured_s"] / run["model_s"])
         assert sum(s["step_s"] + s["gap_s"] for s in run["steps"]) == pytest.approx(
             run["measured_s"])
+
+
+def test_barrier_early_starts_the_reconfiguration_when_the_listed_gpus_arrived(
+        tmp_path: Path) -> None:
+    """The controller's protocol under barrier "early", driven by hand: step 2 starts a new
+    interval and lists GPUs 0 and 1; their arrival starts the dark time, the others arrive
+    during it, the step is released when both the dark time and the last arrival are over."""
+    import dataclasses
+
+    from mrcnet.sim.barrier import SimSession
+
+    topo = load("scaleup-ocs")
+    driver = SimCollectiveDriver(SimCircuitFabric(topo, tmp_path))
+    coll = build("rd", 8, "allreduce")
+    params = Params(1, 1e9, 20e-6, 2e-6, DARK)
+    (sched,) = driver.schedules_for(coll, SIZE, 1, params, ["every-step"])
+    plan = driver.plan_for(coll, sched, SIZE, 1, params, 1e-3, barrier="early")
+    steps = list(plan.steps)
+    assert steps[1].interval != steps[0].interval and steps[1].reconfigure_after is not None
+    steps[1] = dataclasses.replace(steps[1], reconfigure_after=(0, 1))
+    plan = dataclasses.replace(plan, steps=tuple(steps))
+    fab = build_fabric(topo)
+    ocs = SimOcs(fab)
+    session = SimSession(plan, FabricState(topo, ocs), ocs)
+    released: list[tuple[int, float]] = []
+    session.releases.append(lambda step, t: released.append((step, t)))
+    session.start()
+    for r in range(8):
+        session.arrive(r, 1)
+    assert released == [(1, 0.0)]
+    fab.sched.run(until=1e-4)
+    session.arrive(0, 2)
+    assert not session.records[1].reconfigured  # GPU 1 still sending
+    fab.sched.run(until=2e-4)
+    session.arrive(1, 2)  # the listed GPUs are in: the mirrors move now
+    rec = session.records[1]
+    assert rec.reconfigured and rec.dark_start_s == pytest.approx(2e-4)
+    for r in range(2, 8):
+        fab.sched.run(until=3e-4 + r * 1e-4)
+        session.arrive(r, 2)
+    assert len(released) == 1  # everyone arrived at 0.9 ms, the dark time ends at 1.2 ms
+    fab.sched.run()
+    assert released[1] == (2, pytest.approx(1.2e-3))
+    assert rec.to_json()["early"] is True and rec.dark_end_s == pytest.approx(1.2e-3)
+    assert rec.readback == session.state.cross_connects  # the new circuits, read back
