@@ -25,6 +25,13 @@ from common.p4runtime_client import (
 )
 from common.proto import switch_admin_pb2 as admin_pb
 from common.proto.p4.v1 import p4runtime_pb2
+from controller.circuit_writes import (
+    CONNECT,
+    CROSS_CONNECT,
+    circuit_updates,
+    connects_of,
+    dark_updates,
+)
 from controller.drivers import (
     DriverError,
     SwitchDriver,
@@ -36,11 +43,6 @@ from controller.fabric import BackendError
 from controller.programming import apply, program_for
 from topologies.model import Link, NodeKind, PathMode, Topology
 from topologies.routes import switch_tables
-
-CROSS_CONNECT = "OcsIngress.cross_connect"
-INGRESS_PORT = "standard_metadata.ingress_port"
-CONNECT = "OcsIngress.connect"
-DARK = "OcsIngress.dark"  # the action an input port holds while its mirror moves
 
 
 class SouthboundError(BackendError):
@@ -215,13 +217,8 @@ class SwitchFabric:
         """Input ports whose circuit is about to change: their entries become the dark
         action (frames entering them are dropped and counted) in one Write."""
         ocs, client = self._ocs()
-        Update = p4runtime_pb2.Update
         with self._lock:
-            updates = []
-            for port in sorted(ports):
-                kind = Update.MODIFY if port in self._xc else Update.INSERT
-                te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port}, DARK, {})
-                updates.append(client.update(kind, table_entry=te))
+            updates = dark_updates(client, self._xc, ports)
             if updates:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)
@@ -234,35 +231,16 @@ class SwitchFabric:
     def read_circuits(self) -> dict[int, int]:
         """The OCS's cross_connect entries that connect (read back over P4Runtime)."""
         ocs, client = self._ocs()
-        connect = client.program.id(CONNECT)
         try:
             entries = client.read_table(CROSS_CONNECT)
         except P4RuntimeError as exc:
             raise SouthboundError(f"{ocs}: cross-connect read failed: {exc}") from None
-        out = {}
-        for te in entries:
-            if te.action.action.action_id != connect:
-                continue
-            port = int.from_bytes(te.match[0].exact.value, "big")
-            out[port] = int.from_bytes(te.action.action.params[0].value, "big")
-        return out
+        return connects_of(client.program.id(CONNECT), entries)
 
     def apply_circuits(self, cross_connects: dict[int, int]) -> None:
         ocs, client = self._ocs()
-        Update = p4runtime_pb2.Update
-        updates = []
         with self._lock:
-            for port in sorted(set(self._xc) - set(cross_connects)):
-                te = client.table_entry(CROSS_CONNECT, {INGRESS_PORT: port})
-                updates.append(client.update(Update.DELETE, table_entry=te))
-            for port, out in sorted(cross_connects.items()):
-                if self._xc.get(port) == out:
-                    continue
-                kind = Update.MODIFY if port in self._xc else Update.INSERT
-                te = client.table_entry(
-                    CROSS_CONNECT, {INGRESS_PORT: port}, CONNECT, {"port": out}
-                )
-                updates.append(client.update(kind, table_entry=te))
+            updates = circuit_updates(client, self._xc, cross_connects)
             if updates:
                 try:
                     client.write(updates, atomicity=p4runtime_pb2.WriteRequest.CONTINUE_ON_ERROR)

@@ -18,20 +18,23 @@ from pathlib import Path
 from typing import Any
 
 from mrcnet.cmd_up import DEFAULT_SIZE
-from topologies.model import PathMode
+from mrcnet.cmd_up import DEFAULTS as UP_DEFAULTS
+from topologies.model import FabricKind, PathMode, Topology
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # The grid options are read as text (mrcnet/sim/grid.py): `mrcnet sim sweep` takes comma
     # lists of them, a single run one value each; choices are checked there, with the flag.
     parser.add_argument("topology", nargs="?", default="clos-2p",
-                        help="topology name or YAML file (packet fabrics; default clos-2p); "
+                        help="topology name or YAML file (default clos-2p; a circuit fabric "
+                             "runs --run PHASE:ALGORITHM once per --schedule); "
                              "or 'compare EMU.json SIM.json'; or 'sweep [TOPOLOGY]' with "
                              "comma lists of option values")
     parser.add_argument("files", nargs="*", metavar="RESULTS", help=argparse.SUPPRESS)
-    parser.add_argument("--run", default="permutation", metavar="WORKLOAD",
+    parser.add_argument("--run", default=None, metavar="WORKLOAD",
                         help="all-to-all, permutation (default), shift:K, pair:SRC:DST, "
-                             "incast:DST")
+                             "incast:DST; on circuit fabrics PHASE:ALGORITHM (allreduce:rd "
+                             "(default), allreduce:swing, reduce-scatter:ring, ...)")
     parser.add_argument("--qp", default="MRC", help="MRC (default) or RC (baseline)")
     parser.add_argument("--mode", default=None,
                         help=f"path mode: {', '.join(m.value for m in PathMode)} "
@@ -44,8 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lb", default="rotation",
                         help="load balancing over the EVs (the run's EV profile): "
                              "rotation (default), reps or bitmap")
-    parser.add_argument("--window", default="64KiB",
-                        help="bytes in flight per QP with --cc fixed (default 64KiB)")
+    parser.add_argument("--window", default=None,
+                        help="bytes in flight per QP with --cc fixed (default 64KiB; circuit "
+                             "fabrics 128KiB, as mrcnet up)")
     parser.add_argument("--rate", default=None, help="rate of every link (default: the file's)")
     parser.add_argument("--delay", default=None,
                         help="one-way delay of every link (default: the file's)")
@@ -57,9 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--restore", action="append", default=[], metavar="A-B@S",
                         help="bring link A-B (or plane:P) back up at S simulated seconds")
     parser.add_argument("--seed", default="1",
-                        help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1)")
+                        help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1); "
+                             "circuit fabrics: the GPUs' inputs")
     parser.add_argument("--limit", default="10", metavar="S",
-                        help="simulated seconds before the run gives up (default 10)")
+                        help="simulated seconds before the run gives up (default 10; circuit "
+                             "fabrics: each collective run)")
     parser.add_argument("--round", type=int, default=1, metavar="N",
                         help="compare: the emulated run's workload round (default 1)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -70,6 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the run (or sweep) folder goes under DIR (default results/)")
     parser.add_argument("--json", action="store_true",
                         help="print results.json (a sweep: sweep.json) at the end")
+    from mrcnet import cmd_collective
+
+    cmd_collective.add_arguments(parser)  # circuit fabrics: --schedule, --alpha-r, --degree...
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,10 +99,13 @@ def run(args: argparse.Namespace) -> int:
     from mrcnet.sim.grid import single
     from mrcnet.sim.run import simulate
     from mrcnet.sim.runfolder import new_run_dir, plots, prepare, write
-    from topologies.loader import TopologyError
+    from topologies.loader import TopologyError, load, resolve
 
     run_dir: Path | None = None
     try:
+        if load(resolve(args.topology)).fabric.kind == FabricKind.CIRCUIT:
+            topo, topo_text = prepare(args.topology, args.rate, args.delay)
+            return _collectives(args, topo, topo_text)
         opts = single(args)
         topo, topo_text = prepare(args.topology, opts.rate, opts.delay)
 
@@ -128,6 +140,64 @@ def _bar(share: float, width: int = 20) -> str:
     """A text progress bar for ``share`` (0..1) of the work."""
     full = round(max(0.0, min(1.0, share)) * width)
     return "[" + "#" * full + "." * (width - full) + "]"
+
+
+CIRCUIT_DEFAULTS = UP_DEFAULTS["circuit"]  # (link rate, window): the window is mrcnet up's
+
+
+def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> int:
+    """A circuit fabric: the collective of ``--run`` once per ``--schedule``
+    (mrcnet/sim/collrun.py)."""
+    from common.units import parse_duration, parse_size
+    from controller.harvest.model import HarvestError
+    from mrcnet import cmd_collective
+    from mrcnet.fabric.collectives import CollectiveError
+    from mrcnet.sim.collrun import simulate_collectives, table
+    from mrcnet.sim.runfolder import new_run_dir, write
+
+    packet_only = [flag for flag, value, default in (
+        ("--qp", args.qp, "MRC"), ("--mode", args.mode, None), ("--cc", args.cc, "fixed"),
+        ("--lb", args.lb, "rotation"), ("--cp-delay", args.cp_delay, "1"),
+        ("--fail", args.fail, []), ("--restore", args.restore, [])) if value != default]
+    try:
+        if packet_only:
+            raise ValueError(f"{', '.join(packet_only)}: packet fabrics only ({topo.name} is "
+                             "a circuit fabric)")
+        if args.run is not None and ":" not in args.run:
+            raise ValueError(f"--run {args.run}: {topo.name} is a circuit fabric: give "
+                             "PHASE:ALGORITHM (allreduce:rd, allreduce:swing, ...)")
+        spec = cmd_collective.prepare(args, topo)
+        seed, limit = int(args.seed), parse_duration(args.limit)
+        window = int(parse_size(args.window or CIRCUIT_DEFAULTS[1]))
+        if window <= 0:
+            raise ValueError(f"--window {args.window}: must be positive")
+        if not limit > 0:
+            raise ValueError("--limit must be > 0 seconds")
+    except (ValueError, HarvestError) as exc:
+        print(f"mrcnet sim: {exc}", file=sys.stderr)
+        return 2
+    print(f"simulating {topo.name}: {spec['gpus']} GPUs, {spec['phase']}:{spec['collective']} "
+          f"of {args.size}, degree {spec['degree']}, window {window} B, schedules {', '.join(spec['schedules'])}",
+          file=sys.stderr)
+    run_dir = new_run_dir(Path(args.out))
+
+    def say(text: str) -> None:
+        print(f"  {text}", file=sys.stderr, flush=True)
+
+    try:
+        sim = simulate_collectives(topo, spec, run_dir, seed, limit, say, window)
+    except (CollectiveError, HarvestError, ValueError) as exc:
+        print(f"mrcnet sim: {exc} (run folder {run_dir})", file=sys.stderr)
+        return 1
+    text = write(run_dir, topo_text, sim)
+    print(table(sim.results), file=sys.stderr)
+    perf = sim.perf
+    print(f"wall {perf['wall_s']:.2f} s, CPU {perf['cpu_s']:.2f} s; {int(perf['events'])} "
+          f"events, {perf['events_per_s']:.0f} events/s; peak RSS {perf['peak_rss_mib']:.0f} "
+          f"MiB; run folder {run_dir}", file=sys.stderr)
+    if args.json:
+        print(text)
+    return 0 if sim.results["verified"] else 1
 
 
 def _summary(res: dict[str, Any], perf: dict[str, float], run_dir: Path) -> None:

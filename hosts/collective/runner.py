@@ -219,23 +219,13 @@ class CollectiveRunner:
         me = self.rank
         dst = st.sends[me]
         sources = st.receives_from(me)
-        block = self.block_items * 4
         pending_sends = 0
-        if dst is not None and st.blocks[me]:
+        if dst is not None:
             qp = self.qps[dst]
-            remote = self._remote[dst]
-            addr, rkey = remote["data" if st.kind == "all-gather" else "staging"]
-            blocks = st.blocks[me]
-            for k, b in enumerate(blocks):
-                last = k == len(blocks) - 1
-                qp.post_send(SendWR(
-                    wr_id=i << 16 | k,
-                    opcode=WrOpcode.WRITE_WITH_IMM if last else WrOpcode.WRITE,
-                    local_addr=self.mr_data.addr + b * block, length=block,
-                    lkey=self.mr_data.lkey, remote_addr=int(addr) + b * block, rkey=int(rkey),
-                    imm=i if last else 0))
+            for wr in self.step_writes(i):
+                qp.post_send(wr)
                 pending_sends += 1
-                timing.bytes_sent += block
+                timing.bytes_sent += wr.length
         waiting_recv = len(sources)
         deadline = time.monotonic() + self.timeout
         while pending_sends or waiting_recv:
@@ -259,17 +249,45 @@ class CollectiveRunner:
                     pending_sends -= 1
                     if not pending_sends:
                         timing.sent_s = self.clock()
+        t0 = time.process_time()
+        self.apply_arrivals(i, timing)
+        self.result.reduce_s += time.process_time() - t0
+        timing.done_s = self.clock()
+
+    def step_writes(self, i: int) -> list[SendWR]:
+        """This rank's Writes of step ``i`` to its peer, in posting order: one per block of
+        ``blocks[rank]`` (reduce-scatter and all-to-all into the peer's staging area,
+        all-gather into its data buffer), the last a WriteImm carrying the step number. Needs
+        ``mr_data`` and the peer's published addresses (``_remote``)."""
+        st = self.plan.algorithm.steps[i - 1]
+        dst = st.sends[self.rank]
+        blocks = st.blocks[self.rank]
+        if dst is None or not blocks:
+            return []
+        block = self.block_items * 4
+        addr, rkey = self._remote[dst]["data" if st.kind == "all-gather" else "staging"]
+        return [SendWR(
+            wr_id=i << 16 | k,
+            opcode=WrOpcode.WRITE_WITH_IMM if k == len(blocks) - 1 else WrOpcode.WRITE,
+            local_addr=self.mr_data.addr + b * block, length=block, lkey=self.mr_data.lkey,
+            remote_addr=int(addr) + b * block, rkey=int(rkey),
+            imm=i if k == len(blocks) - 1 else 0) for k, b in enumerate(blocks)]
+
+    def apply_arrivals(self, i: int, timing: StepTiming) -> None:
+        """Step ``i``'s received blocks, once the own Writes are acknowledged and the peers'
+        WriteImm arrived: added to the own (reduce-scatter) or copied over them (all-to-all:
+        only now, as this rank may have been sending from the same positions)."""
+        st = self.plan.algorithm.steps[i - 1]
+        sources = st.receives_from(self.rank)
+        items = self.block_items
+        block = items * 4
         if st.kind == "reduce-scatter":
-            t0 = time.process_time()
-            items = self.block_items
             for src in sources:
                 for b in st.blocks[src]:
                     lo = b * items
                     self.data[lo:lo + items] += self.staging[lo:lo + items]
                     timing.bytes_received += block
-            self.result.reduce_s += time.process_time() - t0
         elif st.kind == "all-to-all":  # own Writes are acknowledged: the positions are free
-            items = self.block_items
             for src in sources:
                 for b in st.blocks[src]:
                     lo = b * items
@@ -278,7 +296,6 @@ class CollectiveRunner:
         else:
             for src in sources:
                 timing.bytes_received += block * len(st.blocks[src])
-        timing.done_s = self.clock()
 
     def _stats(self, peer: int | None) -> dict[str, Any]:
         """The transport's counters of the QP to ``peer`` (for error messages)."""

@@ -15,17 +15,22 @@ from hosts.collective.rendezvous import ControllerBarrier, FileExchange
 from hosts.collective.runner import CollectiveRunner
 
 
+def collective_attr(job: dict[str, Any]) -> QpAttr:
+    """The QP attributes of a collective job's QPs (the simulator's GPUs use them too)."""
+    return QpAttr(ev_profile_id=int(job.get("ev_profile", 0)),
+                  mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
+                  timeout=int(job.get("ack_timeout", 19)),
+                  retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
+                                  exp_cnt=int(job.get("exp_cnt", 25))))
+
+
 def run_collective_job(ctx: Context, job: dict[str, Any]) -> dict[str, Any]:
     plan = RunPlan.load(str(job["plan"]))
     rank = int(job["rank"])
     timeout = ctx.agent.run_clock.to_wall(float(job.get("timeout", 120)))  # run-clock s
     timing_start = ctx.agent.timing()
     barrier = ControllerBarrier(str(job["controller"]), str(job["session"]), rank)
-    attr = QpAttr(ev_profile_id=int(job.get("ev_profile", 0)),
-                  mpr=int(job.get("mpr", 8)), mpr_dest=int(job.get("mpr", 8)),
-                  timeout=int(job.get("ack_timeout", 19)),
-                  retry=RetryAttr(linear_cnt=int(job.get("linear_cnt", 7)),
-                                  exp_cnt=int(job.get("exp_cnt", 25))))
+    attr = collective_attr(job)
     router = ctx.agent.router
     if router is None:
         raise RuntimeError("this agent has no circuit router (not a GPU of a circuit fabric)")

@@ -70,6 +70,7 @@ from mrcnet.fabric.runparams import (
     CC_CHOICES,
     ack_timeout_exponent,
     agent_transport,
+    circuit_agent,
     core_tuning,
 )
 from mrcnet.fabric.workloads import WorkloadRunner
@@ -79,9 +80,6 @@ from topologies.model import FabricKind, Link, PathMode, Topology
 from topologies.paths import base_rtt
 
 REPO = Path(__file__).resolve().parents[2]
-ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
-ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
-CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
 
 
 LB_CHOICES = LB_POLICIES  # RunOptions.lb: the EV profile's spraying policy
@@ -375,24 +373,10 @@ class Fabric:
 
     def agent_config(self, host: str, mode: PathMode) -> dict[str, Any]:
         assert self.plan is not None and self.sock_dir is not None
-        h = self.plan.host(host)
         extra: dict[str, Any] = {}
         core = dict(self.opts.core_tuning)
         if self.circuit:  # GPUs: built-in router, one EV per routing bucket
-            core.pop("cc_log_interval", None)  # collectives keep the fixed window: no samples
-            ranks = [g.name for g in self.plan.hosts]
-            extra = {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
-                                "gids": [[p.gid for p in g.ports] for g in self.plan.hosts]},
-                     "evs_per_plane": ROUTE_BUCKETS // len(h.ports)}
-            # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way):
-            # coalesce them over the time ACK_COALESCE_MTUS frames take on the wire instead of
-            # the core's NIC-speed 20 us, or the GPUs spend their CPU forwarding ACKs.
-            rate = min(ln.params.rate_bps for ln in self.plan.topo.links) or 1e9
-            core.setdefault("ack_delay", min(
-                0.01, ACK_COALESCE_MTUS * self.plan.topo.fabric.mtu * 8 / rate))
-            # Congested multi-hop steps queue a fixed window at every hop: a reliability
-            # probe after the core's timeout/4 would take queued packets for lost.
-            core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * self.opts.window * 8 / rate)
+            extra = circuit_agent(self.plan, host, self.opts.window, core)
         return {
             **agent_transport(self.plan, host, mode, self.opts.window, core),
             "qlog_dir": str(self.run_dir / "qlog"),

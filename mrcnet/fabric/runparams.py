@@ -16,6 +16,9 @@ from topologies.model import PathMode
 CC_CHOICES = ("nscc", "fixed")  # a run's congestion control: CC profile 1 (NSCC) or none
 ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
 MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
+ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
+ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
+CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
 
 
 def ack_timeout_exponent(base_rtt_s: float) -> int:
@@ -53,3 +56,24 @@ def agent_transport(plan: FabricPlan, host: str, mode: PathMode, window: int,
         "cc_window": window,
         "core": dict(core),
     }
+
+
+def circuit_agent(plan: FabricPlan, host: str, window: int, core: dict[str, Any]
+                  ) -> dict[str, Any]:
+    """What a GPU's agent configuration adds on a circuit fabric: its built-in router (rank,
+    buckets, every GPU's GIDs) and one EV per routing bucket; ``core`` (the core knobs) is
+    adjusted in place. The orchestrator and the simulator both call it."""
+    h = plan.host(host)
+    core.pop("cc_log_interval", None)  # collectives keep the fixed window: no samples
+    ranks = [g.name for g in plan.hosts]
+    # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way):
+    # coalesce them over the time ACK_COALESCE_MTUS frames take on the wire instead of
+    # the core's NIC-speed 20 us, or the GPUs spend their CPU forwarding ACKs.
+    rate = min(ln.params.rate_bps for ln in plan.topo.links) or 1e9
+    core.setdefault("ack_delay", min(0.01, ACK_COALESCE_MTUS * plan.topo.fabric.mtu * 8 / rate))
+    # Congested multi-hop steps queue a fixed window at every hop: a reliability
+    # probe after the core's timeout/4 would take queued packets for lost.
+    core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * window * 8 / rate)
+    return {"router": {"rank": ranks.index(host), "buckets": ROUTE_BUCKETS,
+                       "gids": [[p.gid for p in g.ports] for g in plan.hosts]},
+            "evs_per_plane": ROUTE_BUCKETS // len(h.ports)}

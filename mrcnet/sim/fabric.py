@@ -30,6 +30,7 @@ from topologies.model import FabricKind, NodeKind, PathMode, Topology
 from topologies.routes import SwitchTables, switch_tables
 
 SWITCH_PROGRAM = "mrc_switch"
+OCS_PROGRAM = "ocs"  # p4/ocs.p4: the circuit cross-connect
 
 
 class SimError(ValueError):
@@ -43,7 +44,7 @@ class SimFabric:
     plan: FabricPlan
     sched: Scheduler
     switches: dict[str, SimSwitch]
-    program: Program  # the switches' P4Info (what the controller's writes are built from)
+    program: Program  # the packet switches' P4Info (what the controller's writes are built from)
     tables: dict[str, SwitchTables]  # what the controller wrote into each switch
     # (host, host port) -> (its switch, that switch's port)
     uplinks: dict[tuple[str, int], tuple[SimSwitch, int]] = field(default_factory=dict)
@@ -64,7 +65,8 @@ class SimFabric:
 
     def writer(self, switch: str) -> InProcessWriter:
         """A P4Runtime session on ``switch`` (the controller's, minus the channel)."""
-        return InProcessWriter(self.switches[switch].pipeline, self.program)
+        sw = self.switches[switch]
+        return InProcessWriter(sw.pipeline, sw.pipeline.program or self.program)
 
     def set_link(self, a: str, b: str, up: bool) -> None:
         """Cut (or restore) every link between nodes ``a`` and ``b``, at both switch ends
@@ -101,28 +103,36 @@ def _pipeline(source: bytes, parsed: pm.Program, program: Program, sched: Schedu
 
 def build_fabric(topo: Topology, mode: PathMode | None = None, sched: Scheduler | None = None,
                  seed: int = 1) -> SimFabric:
-    """Every switch programmed and cabled; raises SimError for what is not simulated."""
-    if topo.fabric.kind != FabricKind.PACKET:
-        raise SimError(f"{topo.name} is a circuit fabric: only packet fabrics are simulated")
+    """Every switch programmed and cabled; raises SimError for what is not simulated.
+
+    A packet fabric's switches run ``mrc_switch`` with the controller's tables; a circuit
+    fabric's OCS runs ``ocs`` with no cross-connect yet (every port drops until the
+    collective's first circuits are written, as in the emulation)."""
     mode = mode or topo.fabric.path_mode
     sched = sched or Scheduler()
     plan = make_plan(topo, mode, prefix="s")
-    tables = switch_tables(topo, mode)
-    program = PROGRAMS[SWITCH_PROGRAM]
-    source = builtin_json(SWITCH_PROGRAM)
-    parsed = pm.load_program(source)
+    tables = switch_tables(topo, mode) if topo.fabric.kind == FabricKind.PACKET else {}
+    parsed: dict[str, tuple[bytes, pm.Program]] = {}
+    ocs_nodes = {n.name for n in topo.nodes_of(NodeKind.OCS)}
     switches: dict[str, SimSwitch] = {}
     for sp in plan.switches:
-        pipeline = _pipeline(source, parsed, program, sched)
+        name = OCS_PROGRAM if sp.name in ocs_nodes else SWITCH_PROGRAM
+        if name not in parsed:
+            source = builtin_json(name)
+            parsed[name] = (source, pm.load_program(source))
+        source, prog = parsed[name]
+        program = PROGRAMS[name]
+        pipeline = _pipeline(source, prog, program, sched)
         # Seeded per switch by name: loss draws do not depend on how many switches exist.
         tm = TrafficManager(rng=random.Random(f"{seed}:{sp.name}"))
         for port in sorted(sp.egress):
             ingress = parse_link_spec(sp.ingress[port]) if port in sp.ingress else None
             tm.add_port(port, parse_link_spec(sp.egress[port]), ingress)
             pipeline.set_port_oper_status(port, True)
-        apply(InProcessWriter(pipeline, program), program_for(tables[sp.name]))
+        if sp.name in tables:
+            apply(InProcessWriter(pipeline, program), program_for(tables[sp.name]))
         switches[sp.name] = SimSwitch(sp.name, sched, pipeline, tm)
-    fabric = SimFabric(topo, mode, plan, sched, switches, program, tables)
+    fabric = SimFabric(topo, mode, plan, sched, switches, PROGRAMS[SWITCH_PROGRAM], tables)
     endpoints = (NodeKind.HOST, NodeKind.GPU)
     for link in topo.links:
         a, b = link.a, link.b

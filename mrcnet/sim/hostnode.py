@@ -16,6 +16,7 @@ from typing import Any
 from hosts.agent.config import AgentConfig, parse_config
 from hosts.agent.corecfg import build_core
 from hosts.agent.framing import Framer
+from hosts.agent.router import LOCAL, CircuitRouter
 from hosts.transport import HostCore
 from hosts.transport.types import Event as CoreEvent
 from mrcnet.fabric.plan import FabricPlan
@@ -47,6 +48,12 @@ class SimHost:
         self.config = config
         self.core: HostCore = build_core(config)
         self.framer = Framer(config)
+        # A GPU of a circuit fabric forwards multi-hop traffic with the agent's router (as
+        # the agent does, only with more than one port); None elsewhere.
+        self.router: CircuitRouter | None = (
+            CircuitRouter(config.router.rank, config.router.gids, len(config.ports),
+                          config.router.buckets)
+            if config.router is not None and len(config.ports) > 1 else None)
         self.handler: EventHandler | None = None
         self.observers: list[EventHandler] = []  # see every event after the handler (records)
         self.tx_frames = 0
@@ -64,7 +71,17 @@ class SimHost:
         """A frame reached NIC port ``port`` now."""
         self.rx_frames += 1
         now = self.sched.now
-        got = self.framer.decode(memoryview(frame), port, now)
+        view = memoryview(frame)
+        router = self.router
+        if router is not None:
+            buf = bytearray(frame)  # the router decrements the hop limit in place
+            out = router.forward_port(memoryview(buf), len(buf))
+            if out != LOCAL:
+                if out >= 0:  # transit: out again at once (the agent forwards per batch)
+                    sw, sw_port = self._uplinks[out]
+                    sw.receive(sw_port, bytes(buf))
+                return  # a drop: the router counted it
+        got = self.framer.decode(view, port, now)
         if got is None:
             self.rx_undecodable += 1
         else:
@@ -81,18 +98,24 @@ class SimHost:
         try:
             now = self.sched.now
             core, framer, uplinks = self.core, self.framer, self._uplinks
-            encode, view = framer.encode, framer.tx_view
+            encode, encode_into, view = framer.encode, framer.encode_into, framer.tx_view
             handler = self.handler
             observers = self.observers
+            router = self.router
             while True:
                 packets = core.packets_to_send(now)
                 for tx in packets:
-                    n = encode(tx)
+                    if router is None:
+                        out = tx.port
+                        n = encode(tx)
+                    else:  # the GPU's route picks the port (first hop of the EV's path)
+                        out = router.tx_port(tx.dst_gid, tx.ev, tx.port)
+                        n = encode_into(tx, view, out)
                     if n == 0:
                         self.tx_unencodable += 1
                         continue
                     self.tx_frames += 1
-                    sw, sw_port = uplinks[tx.port]
+                    sw, sw_port = uplinks[out]
                     sw.receive(sw_port, bytes(view[:n]))
                 ev = core.next_event()
                 if not packets and ev is None:

@@ -45,7 +45,7 @@ from mrcnet.sim.fabric import SimError, SimFabric, build_fabric
 from mrcnet.sim.hostnode import SimHost, agent_config
 from mrcnet.sim.record import Recorder
 from mrcnet.sim.workload import FlowJobs, start_flows
-from topologies.model import PathMode, Topology
+from topologies.model import FabricKind, PathMode, Topology
 from topologies.paths import base_rtt
 
 # (sim time, events, flows done, flows, share of the workload's bytes acknowledged)
@@ -130,6 +130,9 @@ def simulate(topo: Topology, opts: SimOptions, progress: Progress | None = None,
     wall0 = time.monotonic()
     cpu0 = time.process_time()
     check_options(opts)
+    if topo.fabric.kind != FabricKind.PACKET:
+        raise SimError(f"{topo.name} is a circuit fabric: packet workloads run on packet "
+                       "fabrics; collectives with --run PHASE:ALGORITHM (mrcnet sim)")
     mode = PathMode(opts.mode) if opts.mode else topo.fabric.path_mode
     fab = build_fabric(topo, mode, seed=opts.seed)  # SimError first: what is not simulated
     seed = round_seed(opts.seed, 1)

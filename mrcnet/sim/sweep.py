@@ -119,7 +119,8 @@ def execute(tasks: list[Task], jobs: int, done: Any) -> None:
 def validate(topo: Topology, grid: list[Point]) -> None:
     """GridError for the first point that `mrcnet sim` would refuse before simulating."""
     if topo.fabric.kind != FabricKind.PACKET:
-        raise GridError(f"{topo.name} is a circuit fabric: only packet fabrics are simulated")
+        raise GridError(f"{topo.name} is a circuit fabric: sweeps run packet fabrics (a circuit "
+                        "fabric runs collectives: mrcnet sim TOPOLOGY --run PHASE:ALGORITHM)")
     hosts = [h.name for h in topo.hosts]
     for p in grid:
         o = p.opts

@@ -54,7 +54,11 @@ def test_mrc_loses_no_byte_to_a_spine_link_failure(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["sim", "clos-1p", "--run", "bogus"], "unknown workload"),
-    (["sim", "scaleup-ocs"], "circuit fabric"),
+    (["sim", "scaleup-ocs", "--run", "permutation"], "circuit fabric"),
+    (["sim", "scaleup-ocs", "--degree", "3"], "--degree 3"),
+    (["sim", "scaleup-ocs", "--run", "allreduce:bogus"], "ALGORITHM"),
+    (["sim", "scaleup-ocs", "--fail", "g0-ocs0@0.001"], "packet fabrics only"),
+    (["sim", "scaleup-ocs", "--size", "100"], "multiple of 32"),
     (["sim", "clos-1p", "--fail", "nosuch@1"], "nosuch"),
     (["sim", "clos-1p", "--size", "lots"], "lots"),
     (["sim", "clos-1p", "--cp-delay", "-1"], "--cp-delay"),

@@ -16,6 +16,7 @@ from mrcnet.fabric.workloads import workload_flows
 from mrcnet.sim.events import Scheduler
 from mrcnet.sim.fabric import SimError, SimFabric, build_fabric
 from mrcnet.sim.hostnode import SimHost, agent_config
+from mrcnet.sim.run import SimOptions, simulate
 from mrcnet.sim.workload import start_flows
 from topologies.addressing import host_gid, mac
 from topologies.loader import load
@@ -144,9 +145,13 @@ def test_the_same_inputs_give_the_same_run() -> None:
     assert run() == run()
 
 
-def test_circuit_fabrics_are_refused() -> None:
+def test_a_circuit_fabric_gets_an_ocs_and_refuses_packet_workloads() -> None:
+    fab = build_fabric(load("scaleup-ocs"))
+    (ocs,) = fab.switches.values()
+    assert ocs.pipeline.program is not None and ocs.pipeline.program.name == "ocs"
+    assert sorted(ocs.tm.egress) == list(range(1, 17))
     with pytest.raises(SimError, match="circuit fabric"):
-        build_fabric(load("scaleup-ocs"))
+        simulate(load("scaleup-ocs"), SimOptions())
 
 
 def test_scheduler_orders_ties_by_scheduling_and_skips_cancelled() -> None:
