@@ -180,10 +180,43 @@ QUEUE_P99 = "queueing delay p99 (s)"
 # The issue's bounds on |sim - emu| / emu: rates, times and the p99 queueing delay 10 %, the
 # worst stall and the counts of resent and trimmed packets 20 %; a count also passes within
 # COUNT_SLACK packets (1 resent packet against 0 is no disagreement about the fabric);
-# verified flows and QP errors must be equal.
+# verified flows and QP errors must be equal. A collective: each schedule's time within 5 %,
+# the same fastest schedule, every sum verified on both sides.
 BOUNDS = (("goodput", 0.10), ("FCT ", 0.10), (QUEUE_P99, 0.10), (STALL, 0.20),
+          ("schedule ", 0.05),
           ("retransmitted", 0.20), ("switch trims", 0.20), ("trimmed packets", 0.20))
 COUNT_SLACK = 2
+FASTEST = "same fastest schedule"
+EQUAL = ("verified flows", "QP errors", "sums verified", FASTEST)
+TIE = 0.01  # schedules whose times differ by less than this share are equally fast
+
+
+def _fastest(schedules: dict[str, Any]) -> set[str]:
+    """The schedules within TIE of the fastest measured one."""
+    times = {name: float(s["measured_s"]) for name, s in schedules.items()
+             if s.get("measured_s") is not None}
+    if not times:
+        return set()
+    best = min(times.values())
+    return {name for name, t in times.items() if t <= best * (1 + TIE)}
+
+
+def compare_collectives(emu: dict[str, Any], sim: dict[str, Any]) -> list[Row]:
+    """An emulated and a simulated collective (``mrcnet up``'s --json / collectives.json and
+    ``mrcnet sim``'s results.json of a circuit fabric): each schedule's measured time, whether
+    every sum was verified, and whether the fastest schedule is the same (schedules within 1 %
+    of the fastest count as a tie)."""
+    try:
+        e_s, s_s = emu["schedules"], sim["schedules"]
+        rows = [Row(f"schedule {name} (s)", float(e_s[name]["measured_s"]),
+                    float(s_s[name]["measured_s"]) if name in s_s else None)
+                for name in e_s]
+        rows.append(Row("sums verified", float(bool(emu["verified"])),
+                        float(bool(sim["verified"]))))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CompareError(f"a collective's results lack {exc}") from None
+    rows.append(Row(FASTEST, 1.0, 1.0 if _fastest(e_s) & _fastest(s_s) else 0.0))
+    return rows
 
 
 def judge(row: Row, per_host: bool = True) -> bool | None:
@@ -194,7 +227,7 @@ def judge(row: Row, per_host: bool = True) -> bool | None:
         return None
     if not per_host and row.metric.startswith("goodput") and row.metric != TOTAL:
         return None
-    if row.metric in ("verified flows", "QP errors"):
+    if row.metric in EQUAL:
         return row.emu == row.sim
     bound = next((b for prefix, b in BOUNDS if row.metric.startswith(prefix)), None)
     if bound is None:

@@ -22,7 +22,15 @@ The cases (``--cases``, comma separated; default all):
 - ``failover``: clos-1p at 20 Mb/s, ``shift:2`` of 6 MiB per flow, the fixed 32 KiB window,
   leaf0 -- spine0 cut 1.5 s in, for MRC and RC at control-plane delays of 0.5, 1 and 2 s (six
   runs each way; the bench failover's experiment); judged: the longest stall of any flow
-  (the issue's figure for failover), verified flows and QP errors; the rest is reported.
+  (the issue's figure for failover), verified flows and QP errors; the rest is reported;
+- ``collectives``: RD and Swing AllReduce on scaleup-ocs (8 GPUs) at 20 Mb/s (``mrcnet up``'s
+  circuit rate), 8 MiB, every schedule (static, every-step, harvest), each calibrated on its
+  own fabric as ``mrcnet up`` does; judged: each schedule's time within 5 %, the same fastest
+  schedule (within 1 % is a tie), every sum verified on both sides. 8 MiB, not the
+  collectives' default 2 MiB: each emulated step costs some milliseconds of software the
+  simulator does not model (the barrier's RPCs, the OCS's reconfiguration beyond its dark
+  time, posting and completing the Writes), 5-8 % of the short steps of a 2 MiB every-step
+  schedule (docs/simulation.md).
 
 ``--small`` shrinks every case (sizes / 8, failover at 0.3 s with 1 s of control-plane delay
 only) for a quick check of the whole path; its figures are not the comparison's.
@@ -49,6 +57,7 @@ from testbed.bench import verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATION_TIMEOUT_S = 1200.0
+SIM_LIMIT_S = 600.0  # simulated seconds a collective may take (calibration and each schedule)
 
 
 @dataclass(frozen=True)
@@ -69,6 +78,7 @@ class Case:
     per_host: bool = True  # each host's goodput is judged (an incast: only the aggregate)
     judged: tuple[str, ...] = ()  # the rows judged, by metric prefix (empty: every row)
     queueing: bool = False  # the p99 queueing delay is judged (an incast's standing queue)
+    collective: bool = False  # a circuit fabric: ``run`` is PHASE:ALGORITHM, all schedules
 
     def verdict(self, row: Row) -> bool | None:
         """``row`` against its bound, if this case judges it (None: reported only)."""
@@ -91,6 +101,8 @@ def cases() -> dict[str, list[Case]]:
         "incast": [Case("incast", "incast-8", "incast:h8", "8MiB", None, cc="nscc", lb="reps",
                           per_host=False, queueing=True)],
         "failover": failover,
+        "collectives": [Case(f"allreduce-{alg}", "scaleup-ocs", f"allreduce:{alg}", "8MiB",
+                             "20Mbps", collective=True) for alg in ("rd", "swing")],
     }
 
 
@@ -108,9 +120,10 @@ def emulate(case: Case, tdf: str) -> dict[str, Any]:
     """``mrcnet up`` of ``case`` in a child process; its --json object (results_dir, faithful,
     ...). RuntimeError when it did not produce one."""
     cmd = [sys.executable, "-m", "mrcnet.cli", "up", case.topology, "--run", case.run,
-           "--size", case.size, "--qp", case.qp, "--cc", case.cc, "--lb", case.lb,
-           "--window", case.window, "--rate", case.rate or "file", "--tdf", tdf,
+           "--size", case.size, "--rate", case.rate or "file", "--tdf", tdf,
            "--no-cli", "--quiet", "--json"]
+    if not case.collective:  # a circuit fabric keeps its own transport defaults
+        cmd += ["--qp", case.qp, "--cc", case.cc, "--lb", case.lb, "--window", case.window]
     for spec in case.fail:
         cmd += ["--fail", spec]
     if case.cp_delay is not None:
@@ -126,12 +139,33 @@ def emulate(case: Case, tdf: str) -> dict[str, Any]:
     raise RuntimeError(f"mrcnet up exited {proc.returncode} without its JSON summary")
 
 
+def simulate_collective(case: Case, out: Path) -> Path:
+    """``mrcnet sim`` of a collective case (in this process) into a folder under ``out``; its
+    results.json."""
+    from mrcnet.cli import main
+
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.iterdir())
+    argv = ["sim", case.topology, "--run", case.run, "--size", case.size, "--out", str(out),
+            "--limit", f"{SIM_LIMIT_S:g}"]
+    if case.rate:
+        argv += ["--rate", case.rate]
+    print(f"[bench crosscheck] {case.name}: simulating", file=sys.stderr, flush=True)
+    status = main(argv)
+    made = sorted(set(out.iterdir()) - before)
+    if not made or not (made[-1] / "results.json").is_file():
+        raise RuntimeError(f"mrcnet sim {' '.join(argv[1:])}: exit {status}, no results")
+    return made[-1] / "results.json"
+
+
 def simulate_case(case: Case, out: Path) -> Path:
     """The simulated run of ``case`` into ``out``; its results.json."""
     from common.units import parse_size
     from mrcnet.sim.run import SimOptions
     from mrcnet.sim.runfolder import new_run_dir, run_into
 
+    if case.collective:
+        return simulate_collective(case, out)
     opts = SimOptions(run=case.run, qp=case.qp, size=int(parse_size(case.size)),
                       window=int(parse_size(case.window)), cc=case.cc, lb=case.lb,
                       cp_delay=1.0 if case.cp_delay is None else case.cp_delay,
@@ -144,11 +178,15 @@ def simulate_case(case: Case, out: Path) -> Path:
 
 def check(case: Case, tdf: str, out: Path) -> dict[str, Any]:
     """Both runs of ``case`` and their judged rows."""
-    from mrcnet.sim.compare import compare_files
+    from mrcnet.sim.compare import compare_collectives, compare_files
 
     emu = emulate(case, tdf)
     sim_results = simulate_case(case, out)
-    rows, differ = compare_files(Path(emu["results_dir"]) / "results.json", sim_results)
+    if case.collective:
+        rows = compare_collectives(emu, json.loads(sim_results.read_text()))
+        differ: list[str] = []
+    else:
+        rows, differ = compare_files(Path(emu["results_dir"]) / "results.json", sim_results)
     judged = [{"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel,
                "within_bound": case.verdict(r)} for r in rows]
     return {"case": case.name, "emulation": str(emu["results_dir"]),

@@ -1,7 +1,8 @@
 """The simulator and the emulation run the same experiment (``mrcnet bench crosscheck``, small).
 
 Each kind of the bench's cases, shrunk (``--small``): the permutation and the all-to-all on
-clos-2p, the NSCC incast on incast-8, the clos-1p failover with MRC and with RC. Both sides
+clos-2p, the NSCC incast on incast-8, the clos-1p failover with MRC and with RC, RD AllReduce
+on scaleup-ocs. Both sides
 must describe one experiment (the same topology, workload, flow pairs and sizes: the
 simulator's flows are the emulation's round 1), verify every flow without a QP error, and
 give every figure the comparison reads. How close the figures are is the benchmark's to judge
@@ -58,6 +59,33 @@ def test_simulation_runs_the_emulated_experiment(case: Case, tmp_path: Path) -> 
                 assert stall["sim"] >= case.cp_delay
             else:  # MRC resends on the other EVs at once
                 assert stall["sim"] < case.cp_delay / 2
+    finally:
+        if emu_dir.is_dir() and emu_dir.parent.name == "runs":
+            shutil.rmtree(emu_dir)
+
+
+def test_simulation_runs_the_emulated_collective(tmp_path: Path) -> None:
+    """RD AllReduce on scaleup-ocs, every schedule, on both sides: every GPU's sum verified
+    against the expected sum in both, the same schedules measured, the fixed plans the same
+    (static never reconfigures, every-step at every change of topology; harvest's plan comes
+    from each side's own calibration, so it may differ)."""
+    case = small(cases()["collectives"][0])
+    result = check(case, TDF, tmp_path)
+    emu_dir = Path(result["emulation"])
+    try:
+        rows = {r["metric"]: r for r in result["rows"]}
+        assert rows["sums verified"]["emu"] == rows["sums verified"]["sim"] == 1.0
+        times = [m for m in rows if m.startswith("schedule ")]
+        assert sorted(times) == ["schedule every-step (s)", "schedule harvest (s)",
+                                 "schedule static (s)"]
+        assert all(rows[m]["emu"] > 0 and rows[m]["sim"] > 0 for m in times)
+        emu = json.loads((emu_dir / "collectives.json").read_text())
+        sim = json.loads((Path(result["simulation"]) / "results.json").read_text())
+        for name in ("static", "every-step"):
+            assert (emu["schedules"][name]["reconfigurations"]
+                    == sim["schedules"][name]["reconfigurations"])
+        assert sim["schedules"]["static"]["reconfigurations"] == 0
+        assert sim["schedules"]["every-step"]["reconfigurations"] > 0
     finally:
         if emu_dir.is_dir() and emu_dir.parent.name == "runs":
             shutil.rmtree(emu_dir)
