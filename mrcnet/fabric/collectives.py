@@ -62,6 +62,26 @@ class StepMeasure:
         return vars(self)
 
 
+def step_measures(plan: RunPlan, recs: Sequence[Any],
+                  circuits_ok: Callable[[Any], bool]) -> list[StepMeasure]:
+    """S_i and G_i of every step from the barrier's records (the controller's
+    pb.StepRecord, or the simulator's records with the same fields: ``released_s``,
+    ``last_arrival_s``, ``dark_start_s``/``dark_end_s``, ``interval``, ``reconfigured``):
+    G_i from the last arrival to the release, S_i from the release to the next barrier's last
+    arrival; ``circuits_ok(record)``: whether the cross-connects read back were the plan's."""
+    steps = []
+    for i in range(len(plan.steps)):
+        r = recs[i]
+        steps.append(StepMeasure(
+            step=i + 1, interval=r.interval, reconfigured=r.reconfigured,
+            gap_s=r.released_s - r.last_arrival_s,
+            step_s=recs[i + 1].last_arrival_s - r.released_s,
+            model_step_s=plan.steps[i].model_s,
+            dark_s=r.dark_end_s - r.dark_start_s if r.reconfigured else 0.0,
+            circuits_ok=circuits_ok(r)))
+    return steps
+
+
 @dataclass
 class Outcome:
     tag: str
@@ -234,18 +254,12 @@ class CollectiveDriver:
                  results: list[dict[str, Any]]) -> Outcome:
         recs = list(state.records)
         s = len(plan.steps)
-        steps = []
-        for i in range(s):
-            r = recs[i]
-            want = {(c.src, c.src_port): (c.dst, c.dst_port)
-                    for c in plan.intervals[r.interval].circuits}
-            steps.append(StepMeasure(
-                step=i + 1, interval=r.interval, reconfigured=r.reconfigured,
-                gap_s=r.released_s - r.last_arrival_s,
-                step_s=recs[i + 1].last_arrival_s - r.released_s,
-                model_step_s=plan.steps[i].model_s,
-                dark_s=r.dark_end_s - r.dark_start_s if r.reconfigured else 0.0,
-                circuits_ok=self._readback_matches(r, want)))
+
+        def circuits_ok(r: pb.StepRecord) -> bool:
+            return self._readback_matches(r, {(c.src, c.src_port): (c.dst, c.dst_port)
+                                              for c in plan.intervals[r.interval].circuits})
+
+        steps = step_measures(plan, recs, circuits_ok)
         verified: bool | None = None
         checks = [r.get("verified") for r in results]
         if all(c is not None for c in checks):

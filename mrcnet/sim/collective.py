@@ -30,10 +30,15 @@ from common.vclock import RunClock
 from controller.fabric import FabricState
 from hosts.agent.config import parse_config
 from mrcnet.fabric.collective_job import collective_attr
-from mrcnet.fabric.collectives import CollectiveDriver, CollectiveError, Outcome, StepMeasure
+from mrcnet.fabric.collectives import (
+    CollectiveDriver,
+    CollectiveError,
+    Outcome,
+    step_measures,
+)
 from mrcnet.fabric.plan import FabricPlan, make_plan
 from mrcnet.fabric.runparams import agent_transport, circuit_agent, core_tuning
-from mrcnet.sim.barrier import SimSession
+from mrcnet.sim.barrier import SimSession, StepRecord
 from mrcnet.sim.events import Scheduler
 from mrcnet.sim.fabric import SimError, build_fabric
 from mrcnet.sim.gpurun import SimGpuRunner
@@ -140,19 +145,13 @@ class _Run:
         s = len(plan.steps)
         port_of = {(rank, p): self.fabric.topo.peer(gpu, p).port
                    for rank, gpu in enumerate(plan.ranks) for p in self.fabric.topo.ports(gpu)}
-        steps = []
-        for i in range(s):
-            r = recs[i]
-            want = {port_of[(c.src, c.src_port)]: port_of[(c.dst, c.dst_port)]
-                    for c in plan.intervals[r.interval].circuits}
-            assert r.released_s is not None
-            steps.append(StepMeasure(
-                step=i + 1, interval=r.interval, reconfigured=r.reconfigured,
-                gap_s=r.released_s - r.last_arrival_s,
-                step_s=recs[i + 1].last_arrival_s - r.released_s,
-                model_step_s=plan.steps[i].model_s,
-                dark_s=r.dark_end_s - r.dark_start_s if r.reconfigured else 0.0,
-                circuits_ok=r.readback == want))
+        assert all(r.released_s is not None for r in recs[:s])
+
+        def circuits_ok(r: StepRecord) -> bool:
+            return r.readback == {port_of[(c.src, c.src_port)]: port_of[(c.dst, c.dst_port)]
+                                  for c in plan.intervals[r.interval].circuits}
+
+        steps = step_measures(plan, recs, circuits_ok)
         verified: bool | None = None
         if plan.collective != CUSTOM:
             verified = all([r.verify() for r in self.runners])  # every GPU checks
