@@ -21,6 +21,10 @@ from mrcnet.cmd_up import DEFAULT_SIZE
 from mrcnet.cmd_up import DEFAULTS as UP_DEFAULTS
 from topologies.model import FabricKind, PathMode, Topology
 
+# simulated seconds each collective run (calibration, every schedule) may take: an 8 MiB
+# collective at 20 Mb/s runs for tens of them; a run that completes stops at once
+CIRCUIT_LIMIT_S = 600.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # The grid options are read as text (mrcnet/sim/grid.py): `mrcnet sim sweep` takes comma
@@ -63,9 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", default="1",
                         help="workload and loss seed (as mrcnet up's: round 1 uses seed + 1); "
                              "circuit fabrics: the GPUs' inputs")
-    parser.add_argument("--limit", default="10", metavar="S",
+    parser.add_argument("--limit", default=None, metavar="S",
                         help="simulated seconds before the run gives up (default 10; circuit "
-                             "fabrics: each collective run)")
+                             f"fabrics: each collective run, default {CIRCUIT_LIMIT_S:g}: a "
+                             "run stops when it completes)")
     parser.add_argument("--round", type=int, default=1, metavar="N",
                         help="compare: the emulated run's workload round (default 1)")
     parser.add_argument("--jobs", type=int, default=None, metavar="N",
@@ -167,7 +172,8 @@ def _collectives(args: argparse.Namespace, topo: Topology, topo_text: str) -> in
             raise ValueError(f"--run {args.run}: {topo.name} is a circuit fabric: give "
                              "PHASE:ALGORITHM (allreduce:rd, allreduce:swing, ...)")
         spec = cmd_collective.prepare(args, topo)
-        seed, limit = int(args.seed), parse_duration(args.limit)
+        seed = int(args.seed)
+        limit = parse_duration(args.limit) if args.limit is not None else CIRCUIT_LIMIT_S
         window = int(parse_size(args.window or CIRCUIT_DEFAULTS[1]))
         if window <= 0:
             raise ValueError(f"--window {args.window}: must be positive")

@@ -60,7 +60,6 @@ from testbed.bench import verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATION_TIMEOUT_S = 1200.0
-SIM_LIMIT_S = 600.0  # simulated seconds a collective may take (calibration and each schedule)
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,7 @@ def simulate_collective(case: Case, out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
-    argv = ["sim", case.topology, "--run", case.run, "--size", case.size, "--out", str(out),
-            "--limit", f"{SIM_LIMIT_S:g}"]
+    argv = ["sim", case.topology, "--run", case.run, "--size", case.size, "--out", str(out)]
     if case.rate:
         argv += ["--rate", case.rate]
     print(f"[bench crosscheck] {case.name}: simulating", file=sys.stderr, flush=True)
