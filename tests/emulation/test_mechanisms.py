@@ -83,7 +83,13 @@ def test_trim_nack_and_retransmission_in_the_retransmission_class(run_prefix: st
     # every trim the switch made reached the responder, except any h2's kernel dropped
     assert s["rx_trimmed"] > 0 and trims - lost <= seen <= trims, (trims, lost, s)
     assert s["tx_nack_trimmed_lasthop"] == s["rx_trimmed"] == w["rx_nack_trimmed_lasthop"]
-    assert w["rtx_nack"] == w["loss_nack"] == w["rx_nack_trimmed_lasthop"]
+    # every NACK marks its PSN lost and resends it, except a NACK naming a PSN already
+    # acknowledged or lost, or a NACKed PSN acknowledged before its retransmission left
+    # (another copy of it arrived: a spurious retransmission under load); one such race in
+    # 11,326 NACKs was seen in a CPU-hog CI round
+    nacks = w["rx_nack_trimmed_lasthop"]
+    assert w["rtx_nack"] <= w["loss_nack"] <= nacks
+    assert nacks - w["rtx_nack"] <= max(2, nacks // 1000), w
     assert w["tx_rtx"] == sum(v for k, v in w.items() if k.startswith("rtx_"))
     assert retx == w["tx_rtx"] > 0  # every retransmission crossed the switch in its class
     assert first == w["tx_data"] - w["tx_rtx"]
