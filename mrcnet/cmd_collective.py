@@ -128,9 +128,10 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
                                       spec["schedules"]):
         plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
-                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"))
+                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"),
+                               ack_hop_s=cal.ack_hop_s)
         fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
-                f"{sched.reconfigurations} reconfigurations, model {sched.model_s:.4f} s")
+                f"{sched.reconfigurations} reconfigurations, model {plan.model.model_s:.4f} s")
         outcomes.append(driver.run_plan(plan))
     public = {k: v for k, v in spec.items() if k not in ("coll", "calibration")}
     public["calibration"] = spec["calibration"] if isinstance(spec["calibration"], str) \
@@ -170,7 +171,10 @@ def calibration_for(driver: Any, fab: Any, spec: dict[str, Any]) -> Any:
     fab.say(f"calibration ({data['method']}): c = {data['bandwidth_bps'] / 1e6:.2f} "
             f"+- {se['bandwidth_bps'] / 1e6:.2f} Mb/s, alpha = {data['alpha_s'] * 1e3:.3f} "
             f"+- {se['alpha_s'] * 1e3:.3f} ms, delta = {data['delta_s'] * 1e6:.1f} "
-            f"+- {se['delta_s'] * 1e6:.1f} us")
+            f"+- {se['delta_s'] * 1e6:.1f} us"
+            + (f", acknowledgement return {data['ack_delta_s'] * 1e6:.1f} "
+               f"+- {se.get('ack_delta_s', 0.0) * 1e6:.1f} us per hop (predicted "
+               f"{data['ack_hop_s'] * 1e6:.1f} us under load)" if data.get("ack_hop_s") else ""))
     return Calibration.from_file(data, spec["dark_s"])
 
 

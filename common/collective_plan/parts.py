@@ -77,6 +77,7 @@ class PlanStep:
     routes: Mapping[Pair, Route]
     reconfigure_after: tuple[int, ...] | None = None  # barrier "early", new interval only
     hidden_reconfiguration_s: float | None = None
+    ack_s: float = 0.0  # the acknowledgements' return, part of model_s (0: not modelled)
 
     @property
     def pattern(self) -> Step:
@@ -95,6 +96,8 @@ class PlanStep:
             out["reconfigure_after"] = list(self.reconfigure_after)
         if self.hidden_reconfiguration_s is not None:
             out["hidden_reconfiguration_s"] = self.hidden_reconfiguration_s
+        if self.ack_s:
+            out["ack_s"] = self.ack_s
         return out
 
 
@@ -109,6 +112,7 @@ class PlanModel:
     model_s: float
     reconfigurations: int
     hidden_reconfiguration_s: float | None = None  # barrier "early"
+    ack_hop_s: float = 0.0  # per hop of a step's longest acknowledgement route (0: none)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -118,4 +122,6 @@ class PlanModel:
         }
         if self.hidden_reconfiguration_s is not None:
             out["hidden_reconfiguration_s"] = self.hidden_reconfiguration_s
+        if self.ack_hop_s:
+            out["ack_hop_s"] = self.ack_hop_s
         return out

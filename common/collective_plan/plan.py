@@ -155,7 +155,7 @@ class RunPlan:
                             f"{self.barrier!r}")
         rules.nonnegative(self.dark_s, "plan 'dark_s'")
         m = self.model
-        for name in ("bandwidth_bps", "alpha_s", "delta_s", "alpha_r_s", "model_s"):
+        for name in ("bandwidth_bps", "alpha_s", "delta_s", "alpha_r_s", "model_s", "ack_hop_s"):
             rules.nonnegative(getattr(m, name), f"plan model {name!r}")
         if (m.hidden_reconfiguration_s is not None) != (self.barrier == "early"):
             raise PlanError("plan model 'hidden_reconfiguration_s' belongs to barrier "

@@ -80,7 +80,8 @@ STEP_FIELDS = ("step", "interval", "kind", "sends", "blocks", "theta", "hops", "
 
 def step(value: Any, i: int) -> parts.PlanStep:
     where = f"plan step {i}"
-    d = fields(value, where, STEP_FIELDS, ("reconfigure_after", "hidden_reconfiguration_s"))
+    d = fields(value, where, STEP_FIELDS, ("reconfigure_after", "hidden_reconfiguration_s",
+                                           "ack_s"))
     sends = tuple(None if v is None else integer(v, f"{where} 'sends'[{u}]")
                   for u, v in enumerate(items(d["sends"], f"{where} 'sends'")))
     blocks = tuple(integers(b, f"{where} 'blocks'[{u}]")
@@ -97,7 +98,8 @@ def step(value: Any, i: int) -> parts.PlanStep:
         integer(d["hops"], f"{where} 'hops'"), number(d["model_s"], f"{where} 'model_s'"),
         number(d["volume_bytes"], f"{where} 'volume_bytes'"), routes,
         None if after is None else integers(after, f"{where} 'reconfigure_after'"),
-        None if hidden is None else number(hidden, f"{where} 'hidden_reconfiguration_s'"))
+        None if hidden is None else number(hidden, f"{where} 'hidden_reconfiguration_s'"),
+        number(d.get("ack_s", 0.0), f"{where} 'ack_s'"))
 
 
 def interval(value: Any, k: int) -> parts.Interval:
@@ -124,7 +126,7 @@ def interval(value: Any, k: int) -> parts.Interval:
 def model(value: Any) -> parts.PlanModel:
     where = "plan 'model'"
     d = fields(value, where, ("bandwidth_bps", "alpha_s", "delta_s", "alpha_r_s", "model_s",
-                               "reconfigurations"), ("hidden_reconfiguration_s",))
+                               "reconfigurations"), ("hidden_reconfiguration_s", "ack_hop_s"))
     hidden = d.get("hidden_reconfiguration_s")
     return parts.PlanModel(
         bandwidth_bps=number(d["bandwidth_bps"], f"{where} 'bandwidth_bps'"),
@@ -134,7 +136,8 @@ def model(value: Any) -> parts.PlanModel:
         model_s=number(d["model_s"], f"{where} 'model_s'"),
         reconfigurations=integer(d["reconfigurations"], f"{where} 'reconfigurations'"),
         hidden_reconfiguration_s=None if hidden is None
-        else number(hidden, f"{where} 'hidden_reconfiguration_s'"))
+        else number(hidden, f"{where} 'hidden_reconfiguration_s'"),
+        ack_hop_s=number(d.get("ack_hop_s", 0.0), f"{where} 'ack_hop_s'"))
 
 
 __all__ = ["STEP_FIELDS", "fields", "integer", "integers", "interval", "items", "model",

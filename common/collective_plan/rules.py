@@ -156,7 +156,7 @@ def check_steps(steps: Sequence[parts.PlanStep], coll: Collective,
                             f"{iv.first}..{iv.last}")
         if st.hops < 1:
             raise PlanError(f"{where} 'hops' must be at least 1, got {st.hops}")
-        for name in ("theta", "model_s", "volume_bytes"):
+        for name in ("theta", "model_s", "volume_bytes", "ack_s"):
             nonnegative(getattr(st, name), f"{where} {name!r}")
         links = {(c.src, c.src_port): c for c in iv.circuits}
         for pair, route in st.routes.items():

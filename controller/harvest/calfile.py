@@ -14,6 +14,7 @@ from .model import HarvestError
 FORMAT = "mrcnet-harvest-calibration"
 VERSION = 1
 REQUIRED = ("bandwidth_bps", "alpha_s", "delta_s", "alpha_r_overhead_s")
+OPTIONAL = ("ack_delta_s", "ack_hop_s")  # the acknowledgements' return (0 when absent)
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if data.get("version") != VERSION:
         raise HarvestError(f"{path}: calibration version {data.get('version')!r}; this reads "
                            f"version {VERSION}")
-    for key in REQUIRED:
+    for key in (*REQUIRED, *(k for k in OPTIONAL if k in data)):
         value = data.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) \
                 or not math.isfinite(value) or value < 0 \

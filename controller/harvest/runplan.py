@@ -15,7 +15,7 @@ model overlaps with the previous step, subtracted from ``model_s``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from common.collective_plan import (
     BARRIERS,
@@ -32,7 +32,7 @@ from common.collective_plan import (
 from common.collectives import Collective
 
 from .model import HarvestError, Pattern, demands_of
-from .routing import PortCircuit, assign_ports, step_routes
+from .routing import PairRoute, PortCircuit, assign_ports, step_routes
 from .schedules import Schedule
 
 DEFAULT_BUCKETS = 64
@@ -41,9 +41,15 @@ DEFAULT_BUCKETS = 64
 def build_plan(
     coll: Collective, schedule: Schedule, message_bytes: int, degree: int, ranks: Sequence[str],
     dtype: str = "int32", buckets: int = DEFAULT_BUCKETS, bandwidth_bps: float = 0.0,
-    alpha_s: float = 0.0, delta_s: float = 0.0, dark_s: float = 0.0,
+    alpha_s: float = 0.0, delta_s: float = 0.0, dark_s: float = 0.0, ack_hop_s: float = 0.0,
 ) -> RunPlan:
-    """The plan of ``schedule`` for ``coll`` on GPUs ``ranks`` (rank i = ranks[i])."""
+    """The plan of ``schedule`` for ``coll`` on GPUs ``ranks`` (rank i = ranks[i]).
+
+    ``ack_hop_s`` > 0 adds to each step's prediction the acknowledgements' return: that many
+    seconds per hop of the step's longest acknowledgement route (the route of a transfer's
+    reverse pair: circuits are one-way, so on a ring it goes the rest of the way round). The
+    Harvest model the schedule was chosen with has no such term; the prediction of the run
+    does (``model_s`` of the steps and of the plan, ``ack_s`` per step)."""
     if len(ranks) != coll.n:
         raise HarvestError(f"the collective has {coll.n} ranks, the fabric {len(ranks)} GPUs")
     if dtype not in DTYPES:
@@ -63,24 +69,27 @@ def build_plan(
             iv.first, iv.last, tuple((u, v, c) for u, v, c in iv.topology.edges),
             tuple(Circuit(c.src, c.src_port, c.dst, c.dst_port) for c in circuits)))
     steps = []
+    ack_total = 0.0
     for idx, iv in enumerate(schedule.intervals):
         circuits = circuits_of[idx]
         for st in iv.steps:
             pattern: Pattern = demands[st.step - 1].pattern
             routes = step_routes(iv.topology, circuits, pattern, st.hops, buckets, st.theta)
             cs = coll.steps[st.step - 1]
+            ack_s = ack_hop_s * ack_hops(routes.pairs, pattern.pairs) if ack_hop_s else 0.0
+            ack_total += ack_s
             steps.append(PlanStep(
                 step=st.step, interval=idx, kind=cs.kind, sends=cs.sends, blocks=cs.blocks,
-                theta=float(st.theta), hops=int(st.hops), model_s=float(st.time_s),
-                volume_bytes=float(st.volume_bytes),
+                theta=float(st.theta), hops=int(st.hops), model_s=float(st.time_s) + ack_s,
+                volume_bytes=float(st.volume_bytes), ack_s=ack_s,
                 routes={pair: Route(tuple(tuple((circuits[k].src, circuits[k].src_port)
                                                 for k in path) for path in pr.paths),
                                     tuple(pr.buckets))
                         for pair, pr in sorted(routes.pairs.items())}))
     model = PlanModel(bandwidth_bps=float(bandwidth_bps), alpha_s=float(alpha_s),
                       delta_s=float(delta_s), alpha_r_s=float(schedule.alpha_r_s),
-                      model_s=float(schedule.model_s),
-                      reconfigurations=schedule.reconfigurations)
+                      model_s=float(schedule.model_s) + ack_total,
+                      reconfigurations=schedule.reconfigurations, ack_hop_s=float(ack_hop_s))
     try:
         return RunPlan(collective=coll.name, phase=coll.phase, gpus=coll.n, degree=degree,
                        size_bytes=message_bytes, dtype=dtype, buckets=buckets,
@@ -88,6 +97,18 @@ def build_plan(
                        steps=tuple(steps), model=model, dark_s=float(dark_s))
     except PlanError as exc:
         raise HarvestError(f"schedule {schedule.name} makes no valid plan: {exc}") from None
+
+
+def ack_hops(routes: Mapping[tuple[int, int], PairRoute], pairs: Sequence[tuple[int, int]]) -> int:
+    """Hops of the longest acknowledgement route of a step: over its transfers (u, v), the
+    longest path of the reverse pair (v, u) that a bucket uses."""
+    longest = 0
+    for u, v in pairs:
+        back = routes.get((v, u))
+        if back is not None:
+            used = set(back.buckets)
+            longest = max([longest, *(len(back.paths[i]) for i in used)])
+    return longest
 
 
 def changing_circuits(plan: RunPlan, before: int, after: int) -> set[tuple[int, int]]:
@@ -174,5 +195,5 @@ def circuit_text(plan: RunPlan, interval: int) -> list[str]:
             for c in plan.intervals[interval].circuits]
 
 
-__all__ = ["DEFAULT_BUCKETS", "build_plan", "changing_circuits", "circuit_text",
+__all__ = ["DEFAULT_BUCKETS", "ack_hops", "build_plan", "changing_circuits", "circuit_text",
            "early_ranks", "hidden_reconfiguration_s", "with_barrier"]

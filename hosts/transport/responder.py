@@ -117,6 +117,10 @@ class Responder:
         self.rbits = 0
         self.unrep = 0
         self.highest = self.cack  # highest PSN received
+        # highest PSN that asked for an acknowledgement (AckReq): when it arrived ahead of
+        # packets sprayed on slower paths, the packet that closes the last hole below it is
+        # acknowledged at once, not after the coalescing delay (the message's completion)
+        self.req_psn = self.cack
         self.mpr_psns = mpr_psns
         self.adv_mpr = mpr_psns  # currently advertised MPR (Dynamic MPR)
         self.limit = self.cack + mpr_psns
@@ -222,6 +226,9 @@ class Responder:
         gap = psn > self.highest + 1  # a new hole opens below this packet
         if psn > self.highest:
             self.highest = psn
+        if bth.ack_req and psn > self.req_psn:
+            self.req_psn = psn
+        closed = False
         if rel:
             self.ooo += 1
             if self.highest - cack > self.span_peak:
@@ -230,8 +237,10 @@ class Responder:
             t = trailing_ones(self.rbits)
             self.rbits >>= t
             self.unrep >>= t
-            if t > 1 and self.limited:
-                self._release(cack + 2, cack + t + 1)
+            if t > 1:
+                if self.limited:
+                    self._release(cack + 2, cack + t + 1)
+                closed = cack < self.req_psn <= cack + t
             self.cack = cack = cack + t
             if self.cack + self.adv_mpr > self.limit:
                 self.limit = self.cack + self.adv_mpr
@@ -240,7 +249,7 @@ class Responder:
         if meta.ce:
             qp.count("rx_ce")
             self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.SKIP_ONCE, False)
-        elif gap or bth.ack_req:  # tell the requester about a new hole at once
+        elif gap or bth.ack_req or closed:  # a new hole, or an asked-for PSN now complete
             self._sack(now, psn, meta.ev, ts, arrived, meta.port, SackVerdict.NONE, False)
         else:
             self.pending += 1

@@ -144,6 +144,9 @@ class Calibration:
     alpha_r_s: float
     samples: dict[str, list[float]]
     notes: tuple[str, ...] = ()
+    # per hop of the acknowledgements' return, added to a run's prediction (runplan): only a
+    # micro-benchmark calibration on 8 or more GPUs measures it; 0 folds it into alpha
+    ack_hop_s: float = 0.0
 
     def params(self, degree: int) -> Params:
         return Params(degree, self.bandwidth_bps, self.alpha_s, self.delta_s, self.alpha_r_s)
@@ -155,12 +158,13 @@ class Calibration:
                            float(data["delta_s"]),
                            dark_s + float(data["alpha_r_overhead_s"]),
                            {"samples": [float(s["seconds"]) for s in data.get("samples", [])]},
-                           tuple(str(x) for x in data.get("notes", [])))
+                           tuple(str(x) for x in data.get("notes", [])),
+                           float(data.get("ack_hop_s", 0.0)))
 
     def to_json(self) -> dict[str, Any]:
         return {"bandwidth_bps": self.bandwidth_bps, "alpha_s": self.alpha_s,
                 "delta_s": self.delta_s, "alpha_r_s": self.alpha_r_s,
-                "samples": self.samples, "notes": list(self.notes)}
+                "ack_hop_s": self.ack_hop_s, "samples": self.samples, "notes": list(self.notes)}
 
 
 class CollectiveDriver:
@@ -301,7 +305,7 @@ class CollectiveDriver:
     # -- plans ---------------------------------------------------------------------------
     def plan_for(self, coll: Collective, schedule: schedules.Schedule, size: int, degree: int,
                  params: Params, dark_s: float, dtype: str = "int32",
-                 barrier: str = "all") -> RunPlan:
+                 barrier: str = "all", ack_hop_s: float = 0.0) -> RunPlan:
         if degree > self.ports:
             raise HarvestError(f"degree {degree} needs {degree} optical ports per GPU; "
                                f"{self.fab.topo.name} has {self.ports}")
@@ -310,7 +314,7 @@ class CollectiveDriver:
                                f"{self.fab.topo.name} has {self.n}")
         plan = runplan.build_plan(coll, schedule, size, degree, self.ranks, dtype,
                                   bandwidth_bps=params.bandwidth_bps, alpha_s=params.alpha,
-                                  delta_s=params.delta, dark_s=dark_s)
+                                  delta_s=params.delta, dark_s=dark_s, ack_hop_s=ack_hop_s)
         return runplan.with_barrier(plan, barrier)
 
     # -- calibration ---------------------------------------------------------------------
@@ -376,6 +380,7 @@ class CollectiveDriver:
         n = self.n
         plan_design = microcal.design(n)
         topo = {"ring": CircuitTopology.circulant(n, [1]),
+                "halves": CircuitTopology.from_counts(n, microcal.half_rings(n)),
                 "back": CircuitTopology.circulant(n, [n - 1])}
         ivs = [(a, b, topo[name]) for a, b, name in plan_design.intervals]
         rough = Params(1, 1e9, 0.0, 0.0, 0.0)
@@ -387,7 +392,8 @@ class CollectiveDriver:
         out = self.run_plan(plan, tag=f"c{self.count + 1}-micro-calibration")
         self.calibration_run = out
         cal = microcal.measure(plan_design.kinds, [m.gap_s + m.step_s for m in out.steps],
-                               [m.gap_s for m in out.steps], message_bytes // n, dark_s)
+                               [m.gap_s for m in out.steps], message_bytes // n, dark_s,
+                               frame_bytes=self.fab.topo.fabric.mtu)
         topology = self.fab.topo
         cal.fabric = {"topology": topology.name, "gpus": n,
                       "link_rate_bps": topology.links[0].params.rate_bps,

@@ -107,7 +107,11 @@ def make_plan(topo: Topology, mode: PathMode, prefix: str) -> FabricPlan:
     for sw in topo.nodes_of(NodeKind.SWITCH, NodeKind.OCS):
         ports = topo.ports(sw.name)
         ifnames = {p: _ifname(prefix, "s", sw.order, p) for p in sorted(ports)}
-        egress = {p: link_spec(link.params) for p, link in ports.items()}
+        # An OCS forwards light: a GPU's frame is serialised once, by the GPU's NIC (the
+        # ingress shaping), and crosses the switch with the fibres' delay only; shaping its
+        # egress at the link rate too would store and forward every frame a second time.
+        egress = {p: link_spec(replace(link.params, rate_bps=0.0) if sw.kind == NodeKind.OCS
+                               else link.params) for p, link in ports.items()}
         # Hosts and GPUs queue their port's traffic (own and, on a GPU, forwarded) by class,
         # as MRC NICs do: acknowledgements (CONTROL) do not wait behind the host's own data.
         # A NIC does not drop its own frames: its queue holds what its QPs' windows send.

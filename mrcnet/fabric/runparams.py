@@ -17,8 +17,17 @@ CC_CHOICES = ("nscc", "fixed")  # a run's congestion control: CC profile 1 (NSCC
 ACK_TIMEOUT_RTTS = 50  # the workloads' local ACK timeout: at least this many base RTTs
 MIN_ACK_TIMEOUT = 17  # 1.024 us x 2^17 = 134 ms
 ROUTE_BUCKETS = 64  # EV buckets of the GPUs' routes on circuit fabrics (hosts/agent/router.py)
-ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = this many MTU frames' wire time
+ACK_COALESCE_MTUS = 4  # circuit fabrics: ACK delay = at least this many MTU frames' wire time
+ACK_INTERVALS_PER_WINDOW = 8  # ... and at most 1/8 of the window's (wider windows, fewer ACKs)
+MAX_ACK_COALESCE = 64  # the agent configuration's limit of core.ack_coalesce
 CIRCUIT_PROBE_WINDOWS = 10  # circuit fabrics: reliability probes after this many windows' wire time
+
+
+def ack_coalesce_frames(window: int, mtu: int) -> int:
+    """Frames a GPU's SACK covers at line rate on a circuit fabric: ACK_COALESCE_MTUS, or
+    an eighth of the window's frames when that is more (so a window still holds eight
+    SACK intervals)."""
+    return max(ACK_COALESCE_MTUS, window // (ACK_INTERVALS_PER_WINDOW * mtu))
 
 
 def ack_timeout_exponent(base_rtt_s: float) -> int:
@@ -66,11 +75,16 @@ def circuit_agent(plan: FabricPlan, host: str, window: int, core: dict[str, Any]
     h = plan.host(host)
     core.pop("cc_log_interval", None)  # collectives keep the fixed window: no samples
     ranks = [g.name for g in plan.hosts]
-    # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way):
-    # coalesce them over the time ACK_COALESCE_MTUS frames take on the wire instead of
-    # the core's NIC-speed 20 us, or the GPUs spend their CPU forwarding ACKs.
+    # Acknowledgements travel back over multi-hop GPU routes (circuits are one-way), up to
+    # n - 1 hops, and load every circuit they cross: coalesce them over the wire time of
+    # ACK_COALESCE_MTUS frames (instead of the core's NIC-speed 20 us, or the GPUs spend
+    # their CPU forwarding ACKs), or of an eighth of the window when that is more (a 64-GPU
+    # ring's ACKs would otherwise take a quarter of every circuit).
     rate = min(ln.params.rate_bps for ln in plan.topo.links) or 1e9
-    core.setdefault("ack_delay", min(0.01, ACK_COALESCE_MTUS * plan.topo.fabric.mtu * 8 / rate))
+    mtu = plan.topo.fabric.mtu
+    frames = ack_coalesce_frames(window, mtu)
+    core.setdefault("ack_delay", min(0.01, frames * mtu * 8 / rate))
+    core.setdefault("ack_coalesce", min(MAX_ACK_COALESCE, 2 * frames))
     # Congested multi-hop steps queue a fixed window at every hop: a reliability
     # probe after the core's timeout/4 would take queued packets for lost.
     core.setdefault("probe_after", CIRCUIT_PROBE_WINDOWS * window * 8 / rate)

@@ -49,9 +49,10 @@ def simulate_collectives(topo: Topology, spec: dict[str, Any], run_dir: Path, se
     for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
                                       spec["schedules"]):
         plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
-                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"))
+                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"),
+                               ack_hop_s=cal.ack_hop_s)
         fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
-                f"{sched.reconfigurations} reconfigurations, model {sched.model_s * 1e3:.4f} ms")
+                f"{sched.reconfigurations} reconfigurations, model {plan.model.model_s * 1e3:.4f} ms")
         events, wall = fab.events, time.monotonic()
         out = driver.run_plan(plan, seed=seed)
         outcomes.append(out)

@@ -149,7 +149,8 @@ def run_validation(args: argparse.Namespace) -> int:
         overhead = micro.alpha_r_overhead_s
         _say(f"calibrated from micro-benchmarks: c = {micro.fit.bandwidth_bps / 1e6:.2f} +- "
              f"{micro.fit.bandwidth_se / 1e6:.2f} Mb/s, alpha = {micro.fit.alpha_s * 1e3:.3f} "
-             f"ms, delta = {micro.fit.delta_s * 1e6:.0f} us, overhead = {overhead * 1e3:.2f} ms")
+             f"ms, delta = {micro.fit.delta_s * 1e6:.0f} us, acknowledgement return "
+             f"{micro.ack_hop_s * 1e6:.0f} us per hop, overhead = {overhead * 1e3:.2f} ms")
         for name, degree in cases:
             for phase in phases:
                 coll = build(name, driver.n, phase)
@@ -165,7 +166,7 @@ def run_validation(args: argparse.Namespace) -> int:
                     alphas = [max(overhead, min(MAX_DARK_S, star * f)) for f in ALPHA_FACTORS]
                     static = driver.schedules_for(coll, size, degree, free, ["static"])[0]
                     outcome = driver.run_plan(driver.plan_for(coll, static, size, degree, free,
-                                                              0.0))
+                                                              0.0, ack_hop_s=micro.ack_hop_s))
                     rows.append(_row(outcome, coll, size, degree, alphas))
                     for alpha in alphas:
                         dark = max(0.0, alpha - overhead)
@@ -173,7 +174,8 @@ def run_validation(args: argparse.Namespace) -> int:
                         for sched in driver.schedules_for(coll, size, degree, params,
                                                           ["every-step", "harvest"]):
                             outcome = driver.run_plan(driver.plan_for(
-                                coll, sched, size, degree, params, dark))
+                                coll, sched, size, degree, params, dark,
+                                ack_hop_s=micro.ack_hop_s))
                             rows.append(_row(outcome, coll, size, degree, [alpha]))
                     _say(f"{phase} {name} d={degree} {size >> 10} KiB: crossover alpha_r "
                          f"{star * 1e3:.1f} ms; {len(rows)} runs so far")

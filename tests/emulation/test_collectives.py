@@ -139,8 +139,10 @@ def test_micro_benchmark_calibration_predicts_before_the_run(
     cal = driver.calibrate_micro(SIZE, 0.03)
     assert 0 < cal.fit.bandwidth_bps <= RATE  # payload across a 20 Mb/s circuit
     assert cal.fit.alpha_s >= 0 and cal.fit.delta_s >= 0
-    assert len(cal.samples) == len(microcal.HOPS) * len(microcal.BLOCK_COUNTS) * \
+    # every size at every hop count on the ring and on the two half rings
+    assert len(cal.samples) == 2 * len(microcal.HOPS) * len(microcal.BLOCK_COUNTS) * \
         microcal.REPEATS
+    assert cal.fit.ack_delta_s >= 0 and cal.ack_hop_s >= cal.fit.ack_delta_s
     data = calfile.load(microcal.save(cal, tmp_path / "calibration.json"))
     params = Calibration.from_file(data, 0.03).params(1)
     coll = build("rd", 8)

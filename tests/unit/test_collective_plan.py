@@ -48,6 +48,30 @@ PLANS = {
 }
 
 
+def test_the_prediction_adds_the_acknowledgements_return_over_one_way_circuits() -> None:
+    """With ``ack_hop_s`` each step's prediction gains that much per hop of its longest
+    acknowledgement route: recursive doubling's step at offset o on the circulant C(o)
+    (every-step, one port) sends its ACKs n/o - 1 hops back round the cycle; on the static
+    ring C(1) they go n - o hops."""
+    coll = build("rd", N, "allreduce")
+    syn = Synthesizer(coll, SIZE, Params(1, 1e8, 1e-4, 1e-5, 1e-3))
+    hop = 2e-5
+    offsets = [1, 2, 4, 4, 2, 1]  # reduce-scatter then all-gather
+    for kind, back in (("every-step", [N // o - 1 for o in offsets]),
+                       ("static", [N - o for o in offsets])):
+        sched = schedules.builtin(kind, syn)
+        plain = runplan.build_plan(coll, sched, SIZE, 1, RANKS, bandwidth_bps=1e8)
+        plan = runplan.build_plan(coll, sched, SIZE, 1, RANKS, bandwidth_bps=1e8,
+                                  ack_hop_s=hop)
+        assert [st.ack_s for st in plan.steps] == pytest.approx([hop * b for b in back])
+        assert [st.model_s - st.ack_s for st in plan.steps] == pytest.approx(
+            [st.model_s for st in plain.steps])
+        assert plan.model.model_s == pytest.approx(sched.model_s + hop * sum(back))
+        assert plain.model.model_s == pytest.approx(sched.model_s)
+        assert all(st.ack_s == 0 for st in plain.steps)
+        assert reread(plan) == plan and plan.model.ack_hop_s == hop
+
+
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_what_the_writer_builds_reads_back_equal(name: str, tmp_path: Path) -> None:
     plan = PLANS[name]()

@@ -46,6 +46,28 @@ def test_plan_names_addresses_and_specs(clos2: Any) -> None:
         make_plan(clos2, PathMode.STEV, "averylongpfx")
 
 
+def test_an_ocs_serialises_nothing_a_gpu_nic_sends_and_wide_windows_ack_less_often() -> None:
+    """Circuit fabrics: the GPU's NIC (the OCS's ingress shaping) serialises a frame once; the
+    OCS's egress only delays it (light, no second store and forward). A GPU's SACKs cover
+    an eighth of a wide window (at least 4 frames' wire time, the default window's)."""
+    from mrcnet.fabric.runparams import ack_coalesce_frames, circuit_agent
+
+    topo = load("scaleup-ocs")
+    plan = make_plan(topo, topo.fabric.path_mode, "m1")
+    (ocs,) = plan.switches
+    assert ocs.egress and all(spec.startswith("rate=0,delay=1e-06,") for spec in
+                              ocs.egress.values())
+    assert all(spec.startswith("rate=1e+09,delay=1e-06,") and spec.endswith("nicprio=1")
+               for spec in ocs.ingress.values())
+    mtu = topo.fabric.mtu
+    assert (ack_coalesce_frames(128 << 10, mtu), ack_coalesce_frames(2 << 20, mtu)) == (4, 64)
+    for window, frames, count in ((128 << 10, 4, 8), (2 << 20, 64, 64)):
+        core: dict[str, Any] = {}
+        circuit_agent(plan, "g0", window, core)
+        assert core["ack_delay"] == pytest.approx(frames * mtu * 8 / 1e9)
+        assert core["ack_coalesce"] == count
+
+
 def test_srv6_templates_name_the_spine_or_the_shared_leaf(clos2: Any) -> None:
     plan = make_plan(clos2, PathMode.SRV6, "m1")
     t = plan.host("h0").srv6_templates

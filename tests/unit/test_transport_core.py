@@ -560,6 +560,48 @@ def test_rtt_from_tseth_and_service_time_compensation() -> None:
     assert results[False] == pytest.approx(2 * delay, abs=0.3e-6)
 
 
+def test_the_packet_closing_the_last_hole_below_an_ack_request_is_acknowledged_at_once(
+) -> None:
+    """A sprayed message's last packet (AckReq) can arrive before packets on slower paths:
+    the packet that fills the last hole below it completes what the requester asked to hear
+    about and is acknowledged at once; filling a hole with no AckReq above it waits for the
+    coalescing delay as before."""
+    from hosts.wire import Meth, Reth
+
+    ack_delay = 50e-6
+    p = make_pair(256 * KIB, LinkModel(delay=1e-6), QpOptions(), ack_coalesce=1000,
+                  ack_delay=ack_delay)
+    p.write(0, 0, 64 * KIB)  # PSNs 0..15
+    assert p.run_until_completions(1)
+
+    def data(psn: int, ack_req: bool) -> MrcPacket:
+        bth = Bth(opcode=Opcode.WRITE_MIDDLE, dest_qp=p.qb, psn=psn, ack_req=ack_req)
+        return MrcPacket(bth, Meth(0, 1), None, Reth(p.mb.addr + 8 * psn, p.mb.rkey, 8),
+                         payload=b"12345678")
+
+    meta = RxMeta(0, gid(1, 0), gid(2, 0), 0x8003)
+    for req_above, psns in ((True, (16, 17, 18)), (False, (19, 20, 21))):
+        first, hole, top = psns
+        t0 = p.net.now
+        p.b.receive(data(first, False), meta, t0)  # in order: coalesced
+        p.b.receive(data(top, req_above), meta, t0)  # a hole opens: SACK at once
+        (gap_sack,) = p.b.packets_to_send(t0)
+        assert gap_sack.pkt.seth is not None and gap_sack.pkt.seth.cack_psn == first
+        p.b.receive(data(hole, False), meta, t0)  # the hole closes
+        sent = p.b.packets_to_send(t0)
+        if req_above:
+            (sack,) = sent
+            assert sack.pkt.seth is not None and sack.pkt.seth.cack_psn == top
+        else:
+            assert sent == []
+            timer = p.b.get_timer()
+            assert timer == pytest.approx(t0 + ack_delay)
+            p.b.handle_timer(timer)
+            (sack,) = p.b.packets_to_send(timer)
+            assert sack.pkt.seth is not None and sack.pkt.seth.cack_psn == top
+            p.net.now = timer
+
+
 def test_dynamic_mpr_shrink_is_obeyed() -> None:
     hint = QpHintFlag.TRIM_NACK | QpHintFlag.TSETH | QpHintFlag.DYNAMIC_MPR
     p = make_pair(4 * MIB, LinkModel(delay=5e-6, rate=12.5e9), QpOptions(mpr=8, hint=hint))
