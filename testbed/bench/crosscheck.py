@@ -25,7 +25,13 @@ The cases (``--cases``, comma separated; default all):
 - ``failover``: clos-1p at 20 Mb/s, ``shift:2`` of 6 MiB per flow, the fixed 32 KiB window,
   leaf0 -- spine0 cut 1.5 s in, for MRC and RC at control-plane delays of 0.5, 1 and 2 s (six
   runs each way; the bench failover's experiment); judged: the longest stall of any flow
-  (the issue's figure for failover), verified flows and QP errors; the rest is reported;
+  (the issue's figure for failover), verified flows and QP errors; the rest is reported.
+  MRC's cases are emulated three times and judged on the run with the median longest stall:
+  MRC steers round the cut by loss probes and SACK gaps, so a flow's stall is a few probe
+  rounds, and how many the unluckiest flow needs depends on which EVs its packets happened to
+  take; the emulated stall has ranged over 0.449-0.604 s against a simulated 0.448 s
+  (docs/simulation.md), so one emulated run against the 20 % bound would pass or fail by
+  chance. Every emulated stall is in the case's ``emulated_stalls``;
 - ``collectives``: RD and Swing AllReduce on scaleup-ocs (8 GPUs) at 20 Mb/s (``mrcnet up``'s
   circuit rate), 8 MiB, every schedule (static, every-step, harvest), each calibrated on its
   own fabric as ``mrcnet up`` does; judged: each schedule's time within 5 %, the same fastest
@@ -60,6 +66,7 @@ from testbed.bench import verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 EMULATION_TIMEOUT_S = 1200.0
+MRC_FAILOVER_REPEATS = 3  # emulated runs of an MRC failover case (the median stall is judged)
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,7 @@ class Case:
     judged: tuple[str, ...] = ()  # the rows judged, by metric prefix (empty: every row)
     queueing: bool = False  # the p99 queueing delay is judged (an incast's standing queue)
     collective: bool = False  # a circuit fabric: ``run`` is PHASE:ALGORITHM, all schedules
+    repeats: int = 1  # emulated runs; the one with the median longest stall is judged
 
     def verdict(self, row: Row) -> bool | None:
         """``row`` against its bound, if this case judges it (None: reported only)."""
@@ -95,7 +103,8 @@ def cases() -> dict[str, list[Case]]:
     """The full comparison, by case name."""
     failover = [Case(f"failover-{qp}-cp{cp:g}", "clos-1p", "shift:2", "6MiB", "20Mbps", qp=qp,
                      window="32KiB", fail=("leaf0-spine0@1.5",), cp_delay=cp,
-                     judged=(STALL, "verified flows", "QP errors"))
+                     judged=(STALL, "verified flows", "QP errors"),
+                     repeats=MRC_FAILOVER_REPEATS if qp == "MRC" else 1)
                 for qp in ("MRC", "RC") for cp in (0.5, 1.0, 2.0)]
     return {
         "permutation": [Case("permutation", "clos-2p", "permutation", "4MiB", "100Mbps",
@@ -115,7 +124,8 @@ def small(case: Case) -> Case:
 
     size = f"{max(int(parse_size(case.size)) // 8, 64 * 1024)}"
     if case.fail:
-        return replace(case, size="1MiB", fail=tuple(f.split("@")[0] + "@0.3" for f in case.fail))
+        return replace(case, size="1MiB", fail=tuple(f.split("@")[0] + "@0.3" for f in case.fail),
+                       repeats=1)
     return replace(case, size=size)
 
 
@@ -178,24 +188,42 @@ def simulate_case(case: Case, out: Path) -> Path:
     return run_dir / "results.json"
 
 
+def _stall(rows: list[Row]) -> float:
+    """The emulated longest stall of a comparison's rows (0 without one)."""
+    return next((r.emu for r in rows if r.metric == STALL and r.emu is not None), 0.0)
+
+
 def check(case: Case, tdf: str, out: Path) -> dict[str, Any]:
-    """Both runs of ``case`` and their judged rows."""
+    """Both runs of ``case`` (the emulation ``case.repeats`` times: the run with the median
+    longest stall is judged) and their judged rows."""
     from mrcnet.sim.compare import compare_collectives, compare_files
 
-    emu = emulate(case, tdf)
+    emus = [emulate(case, tdf) for _ in range(case.repeats)]
     sim_results = simulate_case(case, out)
+    stalls: list[float] = []
     if case.collective:
+        emu = emus[0]
         rows = compare_collectives(emu, json.loads(sim_results.read_text()))
         differ: list[str] = []
     else:
-        rows, differ = compare_files(Path(emu["results_dir"]) / "results.json", sim_results)
+        compared = [(e, *compare_files(Path(e["results_dir"]) / "results.json", sim_results))
+                    for e in emus]
+        stalls = [_stall(rows) for _e, rows, _d in compared]
+        compared.sort(key=lambda c: _stall(c[1]))
+        emu, rows, differ = compared[len(compared) // 2]
     judged = [{"metric": r.metric, "emu": r.emu, "sim": r.sim, "rel": r.rel,
                "within_bound": case.verdict(r)} for r in rows]
-    return {"case": case.name, "emulation": str(emu["results_dir"]),
-            "simulation": str(sim_results.parent), "tdf": emu.get("tdf"),
-            "faithful": emu.get("faithful"), "mismatches": differ, "rows": judged,
-            "within_bounds": not differ and all(r["within_bound"] is not False
-                                                for r in judged)}
+    faithful = [e.get("faithful") for e in emus]
+    out_case: dict[str, Any] = {
+        "case": case.name, "emulation": str(emu["results_dir"]),
+        "simulation": str(sim_results.parent), "tdf": emu.get("tdf"),
+        "faithful": False if False in faithful else (None if None in faithful else True),
+        "mismatches": differ, "rows": judged,
+        "within_bounds": not differ and all(r["within_bound"] is not False for r in judged)}
+    if case.repeats > 1:
+        out_case["emulated_stalls"] = stalls
+        out_case["emulations"] = [str(e["results_dir"]) for e in emus]
+    return out_case
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -219,6 +247,10 @@ def _print(result: dict[str, Any]) -> None:
         result["faithful"]]
     print(f"\n== {result['case']}: {word} (emulation TDF {result['tdf']}, {faithful})",
           file=sys.stderr)
+    if "emulated_stalls" in result:
+        print("   emulated longest stalls: " + ", ".join(
+            f"{s:.3f} s" for s in result["emulated_stalls"]) + " (the median run is judged)",
+            file=sys.stderr)
     for what in result["mismatches"]:
         print(f"   not the same experiment: {what}", file=sys.stderr)
     print(table(rows, [r["within_bound"] for r in result["rows"]]), file=sys.stderr)
