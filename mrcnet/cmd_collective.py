@@ -116,8 +116,13 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Calibrate, then run every schedule of ``spec`` on the started fabric ``fab``."""
     from mrcnet.fabric import collective_report as report
     from mrcnet.fabric.collectives import CollectiveDriver
+    from mrcnet.fabric.runparams import circuit_window_warning
 
     driver = CollectiveDriver(fab, timeout=timeout)
+    warning = (circuit_window_warning(fab.plan, fab.opts.window)
+               if fab.plan is not None else None)
+    if warning:
+        fab.say(f"warning: {warning}")
     cal = calibration_for(driver, fab, spec)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
             f"{cal.alpha_s * 1e3:.3f} ms, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "

@@ -30,6 +30,28 @@ def ack_coalesce_frames(window: int, mtu: int) -> int:
     return max(ACK_COALESCE_MTUS, window // (ACK_INTERVALS_PER_WINDOW * mtu))
 
 
+def circuit_window_warning(plan: FabricPlan, window: int) -> str | None:
+    """A warning when ``window`` cannot cover the rate times a ring's longest acknowledgement
+    path on this circuit fabric (one-way circuits: the ACKs of a transfer to the next GPU
+    come back n - 1 hops, each about two fibres' delay and a frame's wire time under load),
+    plus a SACK interval; None when it can. Steps on such a ring are then window-limited and
+    slower than the cost model, which has no window (docs/harvest.md)."""
+    gpus = len(plan.hosts)
+    links = plan.topo.links
+    rate = min((ln.params.rate_bps for ln in links), default=0.0) or 1e9
+    delay = max((ln.params.delay_s for ln in links), default=0.0)
+    mtu = plan.topo.fabric.mtu
+    rtt = gpus * (2 * delay + mtu * 8 / rate)
+    need = int(rate / 8 * rtt) + ack_coalesce_frames(window, mtu) * mtu
+    if window >= need:
+        return None
+    suggest = 1 << (need - 1).bit_length()
+    return (f"window {window} B is below the rate times the longest acknowledgement path of "
+            f"{gpus} GPUs on one-way circuits (about {rtt * 1e3:.2f} ms, {need} B with a SACK "
+            f"interval): steps on a ring will be window-limited and slower than the model; "
+            f"try --window {suggest >> 10}KiB")
+
+
 def ack_timeout_exponent(base_rtt_s: float) -> int:
     """The mrc.h timeout exponent of the workloads' QPs: the smallest whose timeout
     (1.024 us x 2^N) covers ACK_TIMEOUT_RTTS base RTTs, at least MIN_ACK_TIMEOUT. A timeout is

@@ -21,6 +21,7 @@ from typing import Any
 
 from mrcnet.cmd_collective import calibration_for
 from mrcnet.fabric import collective_report as report
+from mrcnet.fabric.runparams import circuit_window_warning
 from mrcnet.sim.collective import DEFAULT_WINDOW, SimCircuitFabric, SimCollectiveDriver
 from mrcnet.sim.run import SimRun
 from topologies.model import Topology
@@ -37,6 +38,9 @@ def simulate_collectives(topo: Topology, spec: dict[str, Any], run_dir: Path, se
     fab = SimCircuitFabric(topo, run_dir, window=window, limit_s=limit_s,
                            say=say or (lambda text: None))
     driver = SimCollectiveDriver(fab)
+    warning = circuit_window_warning(fab.plan, window)
+    if warning:
+        fab.say(f"warning: {warning}")
     cal = calibration_for(driver, fab, spec)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
             f"{cal.alpha_s * 1e6:.1f} us, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "

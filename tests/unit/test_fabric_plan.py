@@ -199,3 +199,26 @@ def test_flow_rows_carry_the_longest_stall_completion_time_and_counters() -> Non
     wl = Workload("pair:h0:h1", "MRC", [f, f], 0.0)
     assert wl.mechanisms() == {"rtx_nack": 4, "rtx_probe": 2, "rx_trimmed": 4, "timeouts": 2,
                                "tx_nack_trimmed": 4, "tx_rtx": 6}  # gauges left out
+
+
+def test_a_window_too_small_for_a_rings_acknowledgement_path_is_warned_about() -> None:
+    """64 GPUs at 1 Gb/s with 5 us fibres: a ring's ACKs come back 63 hops, about
+    64 x (2 x 5 us + 32.8 us) = 2.74 ms, 343 KB at the rate plus a SACK interval: the default
+    128 KiB window is warned about (with a window that covers it suggested), 2 MiB is not;
+    on 8 GPUs 128 KiB covers the path."""
+    import yaml
+
+    from mrcnet.fabric.runparams import circuit_window_warning
+    from topologies.generate import DEFAULT_LINK, scaleup
+    from topologies.loader import loads
+
+    topo = loads(yaml.safe_dump(scaleup(64, 2, link={**DEFAULT_LINK, "delay": "5us"})))
+    big = make_plan(topo, topo.fabric.path_mode, "w1")
+    warning = circuit_window_warning(big, 128 << 10)
+    rtt = 64 * (2 * 5e-6 + 4096 * 8 / 1e9)
+    assert warning is not None and f"{rtt * 1e3:.2f} ms" in warning
+    assert "--window 512KiB" in warning  # 342,835 + 16,384 bytes, rounded up to a power of 2
+    assert circuit_window_warning(big, 2 << 20) is None
+    small_topo = load("scaleup-ocs")
+    assert circuit_window_warning(make_plan(small_topo, small_topo.fabric.path_mode, "w2"),
+                                  128 << 10) is None
