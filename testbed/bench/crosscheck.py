@@ -29,7 +29,7 @@ The cases (``--cases``, comma separated; default all):
   MRC's cases are emulated three times and judged on the run with the median longest stall:
   MRC steers round the cut by loss probes and SACK gaps, so a flow's stall is a few probe
   rounds, and how many the unluckiest flow needs depends on which EVs its packets happened to
-  take; the emulated stall has ranged over 0.449-0.604 s against a simulated 0.448 s
+  take; the emulated stall has ranged over 0.353-0.604 s against a simulated 0.448 s
   (docs/simulation.md), so one emulated run against the 20 % bound would pass or fail by
   chance. Every emulated stall is in the case's ``emulated_stalls``;
 - ``collectives``: RD and Swing AllReduce on scaleup-ocs (8 GPUs) at 20 Mb/s (``mrcnet up``'s
