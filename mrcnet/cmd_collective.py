@@ -116,25 +116,15 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Calibrate, then run every schedule of ``spec`` on the started fabric ``fab``."""
     from mrcnet.fabric import collective_report as report
     from mrcnet.fabric.collectives import CollectiveDriver
-    from mrcnet.fabric.runparams import circuit_window_warning
 
     driver = CollectiveDriver(fab, timeout=timeout)
-    warning = (circuit_window_warning(fab.plan, fab.opts.window)
-               if fab.plan is not None else None)
-    if warning:
-        fab.say(f"warning: {warning}")
-    cal = calibration_for(driver, fab, spec)
+    cal = calibrate_for_runs(driver, fab, spec, fab.opts.window)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
             f"{cal.alpha_s * 1e3:.3f} ms, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "
             f"{cal.alpha_r_s * 1e3:.3f} ms")
-    params = cal.params(spec["degree"])
     coll = spec["coll"]
     outcomes = []
-    for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
-                                      spec["schedules"]):
-        plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
-                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"),
-                               ack_hop_s=cal.ack_hop_s)
+    for sched, plan in schedule_plans(driver, spec, cal):
         fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
                 f"{sched.reconfigurations} reconfigurations, model {plan.model.model_s:.4f} s")
         outcomes.append(driver.run_plan(plan))
@@ -153,6 +143,30 @@ def run_on(fab: Any, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
     (fab.run_dir / "collectives.json").write_text(json.dumps(out, indent=1, default=str))
     out["results_dir"] = str(fab.run_dir)
     return out
+
+
+def calibrate_for_runs(driver: Any, fab: Any, spec: dict[str, Any], window: int) -> Any:
+    """What both the emulation (``run_on``) and the simulator (mrcnet/sim/collrun.py) do
+    before their runs: warn when ``window`` cannot cover a ring's acknowledgement path, then
+    the run's calibration (``calibration_for``)."""
+    from mrcnet.fabric.runparams import circuit_window_warning
+
+    warning = circuit_window_warning(fab.plan, window) if fab.plan is not None else None
+    if warning:
+        fab.say(f"warning: {warning}")
+    return calibration_for(driver, fab, spec)
+
+
+def schedule_plans(driver: Any, spec: dict[str, Any], cal: Any) -> list[tuple[Any, Any]]:
+    """(schedule, run plan) of every schedule of ``spec`` for the calibration ``cal``: the
+    plan carries the model's prediction, the acknowledgements' return included."""
+    params = cal.params(spec["degree"])
+    coll = spec["coll"]
+    return [(sched, driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
+                                    spec["dark_s"], spec["dtype"], spec.get("barrier", "all"),
+                                    ack_hop_s=cal.ack_hop_s))
+            for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
+                                              spec["schedules"])]
 
 
 def calibration_for(driver: Any, fab: Any, spec: dict[str, Any]) -> Any:

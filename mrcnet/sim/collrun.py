@@ -19,9 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mrcnet.cmd_collective import calibration_for
+from mrcnet.cmd_collective import calibrate_for_runs, schedule_plans
 from mrcnet.fabric import collective_report as report
-from mrcnet.fabric.runparams import circuit_window_warning
 from mrcnet.sim.collective import DEFAULT_WINDOW, SimCircuitFabric, SimCollectiveDriver
 from mrcnet.sim.run import SimRun
 from topologies.model import Topology
@@ -38,23 +37,15 @@ def simulate_collectives(topo: Topology, spec: dict[str, Any], run_dir: Path, se
     fab = SimCircuitFabric(topo, run_dir, window=window, limit_s=limit_s,
                            say=say or (lambda text: None))
     driver = SimCollectiveDriver(fab)
-    warning = circuit_window_warning(fab.plan, window)
-    if warning:
-        fab.say(f"warning: {warning}")
-    cal = calibration_for(driver, fab, spec)
+    cal = calibrate_for_runs(driver, fab, spec, window)
     fab.say(f"calibrated: c = {cal.bandwidth_bps / 1e6:.2f} Mb/s, alpha = "
             f"{cal.alpha_s * 1e6:.1f} us, delta = {cal.delta_s * 1e6:.1f} us, alpha_r = "
             f"{cal.alpha_r_s * 1e6:.1f} us")
-    params = cal.params(spec["degree"])
     coll = spec["coll"]
     outcomes = []
     calibration_events = fab.events
     per_run: list[dict[str, Any]] = []
-    for sched in driver.schedules_for(coll, spec["size_bytes"], spec["degree"], params,
-                                      spec["schedules"]):
-        plan = driver.plan_for(coll, sched, spec["size_bytes"], spec["degree"], params,
-                               spec["dark_s"], spec["dtype"], spec.get("barrier", "all"),
-                               ack_hop_s=cal.ack_hop_s)
+    for sched, plan in schedule_plans(driver, spec, cal):
         fab.say(f"{coll.phase} {coll.name} on {coll.n} GPUs, schedule {sched.name}: "
                 f"{sched.reconfigurations} reconfigurations, model {plan.model.model_s * 1e3:.4f} ms")
         events, wall = fab.events, time.monotonic()
