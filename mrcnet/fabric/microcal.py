@@ -175,7 +175,7 @@ def design(n: int, hops: Sequence[int] = HOPS, block_counts: Sequence[int] = BLO
     for j in range(flips):
         back = j % 2 == 0
         steps.append(_everyone(n, -1 if back else 1))
-        kinds.append(("flip", 1, 1, 1 if back else n - 1))
+        kinds.append(("flip", 1, 1, n - 1))  # C(1) or C(-1): the ACKs go round either way
         intervals.append((plain + j + 1, plain + j + 1, "back" if back else "ring"))
     coll = Collective("custom", "custom", n, tuple(steps))
     return Design(coll, tuple(kinds), tuple(intervals))

@@ -101,7 +101,7 @@ def circuit_agent(plan: FabricPlan, host: str, window: int, core: dict[str, Any]
     # n - 1 hops, and load every circuit they cross: coalesce them over the wire time of
     # ACK_COALESCE_MTUS frames (instead of the core's NIC-speed 20 us, or the GPUs spend
     # their CPU forwarding ACKs), or of an eighth of the window when that is more (on a
-    # 64-GPU ring, SACKs every 4 frames made the offset-1 step 1.6 x the model's time).
+    # 64-GPU ring every circuit carries the ACKs of 62 other transfers).
     rate = min(ln.params.rate_bps for ln in plan.topo.links) or 1e9
     mtu = plan.topo.fabric.mtu
     frames = ack_coalesce_frames(window, mtu)
