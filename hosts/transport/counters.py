@@ -49,6 +49,7 @@ GAUGES = frozenset({
     "mpr_advertised",
     "timeout_interval_us",
     "timeout_max_interval_us",
+    "una_stall_max_us",
     "wimm_inflight_max",
     "wimm_open_max",
     "rx_bitmap_held_max",

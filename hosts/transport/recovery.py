@@ -8,7 +8,9 @@ PSN ``una + i``); the bytes in flight. It finds losses in every way MRC has:
 
 - fast loss per plane, by transmission order (pluggable ``LossDetector``, loss.py), and by
   time (``reo_mult`` x srtt, any plane);
-- reliability probes after ``probe_after`` without feedback, and what their SACKs show;
+- reliability probes after ``probe_after`` without progress, on the EV that delivered last,
+  repeated a few RTTs later when unanswered, and what their answers show (a loss a probe finds
+  makes its EV ASSUMED_BAD, as a timeout without trim does);
 - the optional per-packet timer;
 - the local ACK timeout, linear then exponential backoff, ending in RETRY_EXC_ERR;
 - planes that go away.
@@ -63,12 +65,19 @@ FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not
 K_REPEATED_LOSS = 6
 K_LOSS_WEIGHT_FAST = 2
 K_LOSS_WEIGHT_SLOW = 3
+K_LOSS_WEIGHT_PROBE = K_REPEATED_LOSS
 K_REO_MULT_MAX = 16.0  # cap of the time threshold's multiplier of srtt
 # No shorter time threshold within a plane (RACK's srtt/4): a plane is a network of several
 # paths (spines), and packets sprayed over them wait in queues that differ by up to a trim
 # threshold, about a base RTT at the link's rate. Measured on a permutation over clos-2p at
 # 100 Mb/s with 1 ms links: srtt/4 took 55 of 57 retransmissions for losses that were not.
 K_PROBE_SPAN = 64  # PSNs a probe's SACK bitmap covers
+# A probe unanswered for this many smoothed RTTs (at most probe_after) is taken as lost and
+# repeated on another EV: the responder answers a probe at once, on a control EV of its own
+# rotation, so after a path failure half the answers may die on the way back, and waiting a
+# whole probe interval for each doubled the stall.
+K_PROBE_ANSWER_RTTS = 4
+K_PROBES_KEPT = 4  # recent probes whose answers are still recognised (by their timestamp)
 
 
 class RecoveryQp(Protocol):
@@ -160,9 +169,16 @@ class Recovery:
         self.retries = 0  # consecutive ACK timeouts without progress
         self.last_progress = now
         self.last_feedback = now
+        # the longest time the cumulative ACK stood still while PSNs were outstanding: a
+        # flow's stall, measured where it happens (a completion-based figure is as coarse as
+        # the WRs)
+        self.advanced_at = now
+        self.stall_max = 0.0
         self.probe_pending = False
         self.probe_id = 0
-        self.probe_time = 0.0  # send time of the probe whose answer is still to be read
+        self.probe_ev = -1  # EV index the last probe took
+        # (TSETH stamp, send time) of recent probes: an answer reflects its probe's stamp
+        self.probes_sent: deque[tuple[int, float]] = deque(maxlen=K_PROBES_KEPT)
         self.last_probe = float("-inf")  # send time of the last probe
         self.timeout_s = float("inf")
         self.last_interval = 0.0  # the ACK-timeout interval that expired last (s)
@@ -212,6 +228,7 @@ class Recovery:
             if psn == self.una and not self.lost:  # nothing outstanding: timers start now
                 self.last_progress = now
                 self.last_feedback = now
+                self.advanced_at = now
             self.next_psn = psn + 1
             self.r_size[slot] = size
             self.r_cnt[slot] = 0
@@ -347,6 +364,10 @@ class Recovery:
         self.una += d
         self.retries = 0
         self.last_progress = now
+        stood = now - self.advanced_at
+        if stood > self.stall_max:
+            self.stall_max = stood
+        self.advanced_at = now
         una = self.una
         for order in self.orders:
             while order and order[0][1] < una:
@@ -394,11 +415,15 @@ class Recovery:
             self.r_flags[slot] = f & ~FLAG_INFLIGHT
         return True
 
-    def detect_losses(self, now: float, probe_base: int | None) -> None:
-        """After a SACK: what a probe's answer (bitmap from ``probe_base``) shows; then fast
-        loss per plane (walking each plane's transmit order from the oldest) and by time."""
-        if probe_base is not None and self.probe_time > 0:
-            self._probe_inference(probe_base, now)
+    def detect_losses(self, now: float, probe_base: int | None,
+                      probe_ts: int | None = None) -> None:
+        """After a SACK: what a probe's answer (bitmap from ``probe_base``, reflecting the
+        probe's stamp ``probe_ts``; None: the latest probe) shows; then fast loss per plane
+        (walking each plane's transmit order from the oldest) and by time."""
+        if probe_base is not None:
+            sent = self._probe_sent_at(probe_ts)
+            if sent is not None:
+                self._probe_inference(probe_base, now, sent)
         una = self.una
         mask = self.mask
         r_seq = self.r_seq
@@ -472,27 +497,41 @@ class Recovery:
         if lost:
             self.cc.on_packets_lost(now=now, lost_bytes=lost, bytes_in_flight=self.inflight)
 
-    def _probe_inference(self, base: int, now: float) -> None:
+    def _probe_sent_at(self, stamp: int | None) -> float | None:
+        """Send time of the probe an answer reflecting ``stamp`` answers (None: the latest),
+        once: an answer to an older probe than the last one read is ignored."""
+        probes = self.probes_sent
+        if stamp is None:
+            stamp = probes[-1][0] if probes else -1
+        for ts, sent in reversed(probes):
+            if ts == stamp:
+                while probes and probes[0][1] <= sent:  # older answers tell less
+                    probes.popleft()
+                self.qp.count("probe_answered")
+                return sent
+        return None
+
+    def _probe_inference(self, base: int, now: float, sent: float) -> None:
         """A probe answer shows the responder's state after everything sent before the probe
         (minus a reordering guard): clear bits of its window for such PSNs are losses."""
         guard = self.rtt.srtt or 0.0
-        limit = self.probe_time - guard
+        limit = sent - guard
         end = min(base + K_PROBE_SPAN, self.next_psn)
         found = 0
         for psn in range(self.una, end):
             rel = psn - self.una
             if (self.sacked >> rel) & 1 or (self.lost >> rel) & 1:
                 continue
-            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(psn, now, RTX_PROBE):
+            if self.r_time[psn & self.mask] <= limit and self._inferred_loss(
+                    psn, now, RTX_PROBE, K_LOSS_WEIGHT_PROBE):
                 found += 1
-        self.probe_time = 0.0
         if found:
             self.qp.count("loss_probe", found)
             self._log_lost("probe", found, now)
 
     def proven_ev(self, avoid: int) -> int:
         """The usable EV that most recently delivered a packet (not ``avoid``), or -1: where a
-        PSN lost more than once, or a probe after an unanswered one, goes. Right after a path
+        PSN lost more than once, or a reliability probe, goes. Right after a path
         dies the rotation still holds its EVs (they need losses in a row to be assumed bad);
         an EV that just delivered is the best bet."""
         e = self.fresh_ev
@@ -543,12 +582,20 @@ class Recovery:
     def _probe_due(self) -> float:
         """When the next reliability probe goes out: ``probe_after`` without cumulative
         progress (and at least that long after the previous probe), or, while one is
-        unanswered, ``probe_after`` times the ACK timeout's backoff after it (a probe lost on a
-        dead path must not end probing). SACKs of later PSNs do not hold a probe back: the
+        unanswered, the answer's wait (``K_PROBE_ANSWER_RTTS`` smoothed RTTs, at most
+        ``probe_after``) times the ACK timeout's backoff after it (a probe lost on a dead path
+        must not end probing). SACKs of later PSNs do not hold a probe back: the
         oldest unacknowledged PSN is what the ACK timeout would fire for."""
         if self.probe_pending:
-            return self.last_probe + self.probe_after * self._backoff()
+            return self.last_probe + self._answer_wait() * self._backoff()
         return max(self.last_progress, self.last_probe) + self.probe_after
+
+    def _answer_wait(self) -> float:
+        """How long a probe's answer is awaited before the probe counts as lost."""
+        srtt = self.rtt.srtt
+        if not srtt:
+            return self.probe_after
+        return min(self.probe_after, K_PROBE_ANSWER_RTTS * srtt)
 
     def next_timer(self) -> float | None:
         if self.una >= self.next_psn:
@@ -643,8 +690,11 @@ class Recovery:
             self.qp.mark_ready()
 
     def _send_probe(self, now: float, after_expired: bool = False) -> None:
+        """A reliability probe on the EV that delivered last (the oldest PSN is stuck, maybe
+        on a dead path; a probe lost there would cost another probe interval), or on the
+        rotation when there is none or it just left a probe unanswered."""
         ev = self.ev
-        idx = self.proven_ev(-1) if after_expired else -1
+        idx = self.proven_ev(self.probe_ev if after_expired else -1)
         if idx < 0:
             idx = ev.pick()
         if idx < 0:
@@ -660,7 +710,8 @@ class Recovery:
             TxPacket(pkt, port, self.dest_gids[port], ev.evs[idx], TC_CONTROL, False)
         )
         self.probe_pending = True
-        self.probe_time = now
+        self.probe_ev = idx
+        self.probes_sent.append((ts16(now), now))
         self.last_probe = now
         self.qp.count("tx_probe")
         self.qp.mark_ready()
@@ -674,6 +725,7 @@ class Recovery:
         for name, n in zip(RTX_COUNTERS, self.rtx_by):
             if n:
                 out[name] = n
+        out["una_stall_max_us"] = round(self.stall_max * 1e6)
         if self.last_interval:
             out["timeout_interval_us"] = round(self.last_interval * 1e6)
             out["timeout_max_interval_us"] = round(self.max_interval * 1e6)

@@ -422,8 +422,6 @@ class Requester:
             delivered.clear()
         if self.dyn_mpr and s.mpr and s.mpr * 128 != self.peer_mpr_psns:
             self._peer_mpr(s.mpr * 128, now)
-        if s.pr:
-            qp.count("probe_answered")
         # congestion-control feedback
         delta = 0
         if not stale:
@@ -447,7 +445,7 @@ class Requester:
         if self.cc_log_interval is not None and now >= self.next_cc_log:
             self.next_cc_log = now + self.cc_log_interval
             self._log_metrics(now, rtt, svc, m == SackVerdict.SKIP_ONCE)
-        rec.detect_losses(now, cack + s.sack_offset if s.pr else None)
+        rec.detect_losses(now, cack + s.sack_offset if s.pr else None, c.tx_timestamp)
         if rec.lost or (self.unsent and d > 0):
             qp.mark_ready()
 

@@ -442,6 +442,9 @@ class Responder:
         self.ack_deadline = None
         qp.count("tx_sack")
         qp.send_ctrl(pkt, port)
+        if pr:  # a probe's answer goes twice, on two control EVs of the rotation
+            qp.count("tx_sack")
+            qp.send_ctrl(pkt, port)
         if self.unrep and more > 0:
             # arrivals beyond this SACK's 64 PSNs are still unreported: follow-up SACKs
             self._sack(now, trig, ev, ts, arrived, port, SackVerdict.NONE, False, more - 1)
@@ -457,7 +460,10 @@ class Responder:
         qp.send_ctrl(pkt, meta.port)
 
     def on_probe(self, pkt: MrcPacket, meta: RxMeta, now: float) -> None:
-        """Reliability probe: answer with a SACK (pr=1) reflecting the probe's EV at once."""
+        """Reliability probe: answer with a SACK (pr=1) reflecting the probe's EV at once,
+        sent twice on successive control EVs: a requester probes because its oldest PSN is
+        stuck, maybe on a dead path, and the way back may have died with it (the requester
+        reads the first copy that arrives and ignores the other)."""
         qp = self.qp
         qp.count("rx_probe")
         if pkt.peth is None:

@@ -77,10 +77,11 @@ def flows_for(name: str, hosts: list[str], seed: int = 1) -> list[tuple[str, str
 
 
 def flow_timing(progress: list[list[float]]) -> tuple[float | None, float | None]:
-    """(longest stall, completion time) of a writer from its ``progress`` list of (unix time,
-    bytes acknowledged): the stall is the longest time without new bytes acknowledged (from
-    the first post to the first completion, or between two completions), the completion
-    time from the first post to the last completion. None without progress."""
+    """(longest completion gap, completion time) of a writer from its ``progress`` list of
+    (unix time, bytes acknowledged): the gap is the longest time without a WR completing
+    (from the first post to the first completion, or between two), as coarse as the WRs; a
+    flow's stall is the transport's ``una_stall_max_us``. The completion time runs from the
+    first post to the last completion. None without progress."""
     if len(progress) < 2:
         return None, None
     times = [float(t) for t, _b in progress]
@@ -129,11 +130,13 @@ class Flow:
 
     def row(self) -> dict[str, Any]:
         """The flow's line of the results: verification, timing, retransmissions by trigger."""
-        stall, fct = flow_timing(self.writer.get("progress", []))
+        gap, fct = flow_timing(self.writer.get("progress", []))
         stats = self.writer.get("qp_stats", {})
+        stood = stats.get("una_stall_max_us")
+        stall = stood / 1e6 if stood is not None else gap
         return {"id": self.id, "src": self.src, "dst": self.dst, "bytes": self.size,
                 "verified": self.verified, "seconds": self.writer.get("seconds"),
-                "longest_stall_s": stall, "fct_s": fct,
+                "longest_stall_s": stall, "completion_gap_s": gap, "fct_s": fct,
                 "writer_qp": self.writer.get("qp_state"), "sink_qp": self.sink.get("qp_state"),
                 "tx_rtx": stats.get("tx_rtx"), "tx_data": stats.get("tx_data"),
                 "timeouts": stats.get("timeouts", 0),

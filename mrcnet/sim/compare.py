@@ -12,8 +12,8 @@ by side, with the relative difference (sim - emu) / emu:
 - FCT p50 / p99 / p100 over the flows (nearest rank: a value some flow had);
 - the 99th percentile of the round's queueing delay at the switches' egress data queues
   (``queue_delay``, mrcnet/fabric/queuedelay.py), where both runs measured it;
-- with link events (a failure): the longest stall of any flow (the longest time its writer
-  saw no new bytes acknowledged);
+- with link events (a failure): the longest stall of any flow (the longest time its
+  writer's cumulative ACK stood still with packets outstanding, ``longest_stall_s``);
 - retransmitted packets, trims at the switches (the last sample's count, since the switches
   started), trimmed packets the receivers saw (``rx_trimmed``), verified flows, QP errors.
 

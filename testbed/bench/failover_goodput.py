@@ -8,10 +8,9 @@ be faithful on 2 cores) runs ``shift:2`` (every flow crosses the spine layer, no
 down through the controller (and stays down). The controller withdraws routes that cross it
 after the control-plane delay.
 
-- per flow: the longest stall (the longest time without new bytes acknowledged: the writer
-  records (time, bytes) at every Write completion, ``CHUNK`` bytes each, in posting order, so
-  a gap between two completions is a time in which the cumulative acknowledgement did not
-  move) and the completion time (first post to last completion);
+- per flow: the longest stall (the longest time the writer's cumulative acknowledgement
+  stood still with packets outstanding, measured by the transport: ``longest_stall_s``) and
+  the completion time (first post to last completion);
 - ``p100_stall_s`` / ``p100_fct_s``: the largest of those over all flows of the run (a
   synchronous training step waits for its slowest transfer);
 - goodput: acknowledged bytes per second: the writers record (time, bytes) at every Write
@@ -48,7 +47,7 @@ from typing import Any
 from testbed.bench import verdicts
 
 MiB = 1 << 20
-CHUNK = 16 << 10  # bytes per Write: progress (and stalls) are seen at Write completions
+CHUNK = 16 << 10  # bytes per Write: goodput over time is seen at Write completions
 BIN_S = 0.25
 REPO = Path(__file__).resolve().parents[2]
 TRANSPORTS = (("mrc", "MRC"), ("rc", "RC"))

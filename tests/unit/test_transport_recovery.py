@@ -147,7 +147,23 @@ def test_sent_bytes_are_in_flight_until_acknowledged() -> None:
         "tx_data": 4,
         "tx_rtx": 0,
         "reorder_threshold": 32,
+        "una_stall_max_us": 10,  # PSN 0 sent at 0, acknowledged cumulatively at 10 us
     }
+
+
+def test_the_stall_is_the_longest_wait_of_the_cumulative_ack_while_psns_are_outstanding() -> None:
+    r = rig()
+    r.rec.on_sent(0, 0, SIZE, 1.0, False)
+    r.rec.on_sent(1, 1, SIZE, 1.001, False)
+    r.rec.on_cumulative_ack(1, 1.004)  # 4 ms
+    r.rec.on_cumulative_ack(1, 1.010)  # 6 ms: nothing outstanding from now on
+    r.rec.on_sent(2, 2, SIZE, 3.0, False)  # two idle seconds are no stall
+    r.rec.on_cumulative_ack(1, 3.300)  # 300 ms
+    r.rec.on_sent(3, 3, SIZE, 3.301, False)
+    r.rec.on_cumulative_ack(1, 3.351)
+    stats: dict[str, int] = {}
+    r.rec.add_stats(stats)
+    assert stats["una_stall_max_us"] == 300_000
 
 
 def test_lost_bytes_leave_flight_and_a_retransmission_brings_them_back() -> None:
@@ -268,20 +284,26 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     r.rec.on_timer(120e-6)
     assert len(r.qp.ctrl) == 1
     probe = r.qp.ctrl[0]
+    assert probe.ev == 0x100 + 4 % 4  # the EV that delivered last (PSN 4's)
     assert probe.pkt.bth.opcode == Opcode.PROBE and probe.pkt.bth.dest_qp == 0x20
     assert probe.pkt.peth is not None and probe.pkt.peth.tx_timestamp == ts16(120e-6)
     assert probe.pkt.bth.psn == probe.pkt.peth.probe_id == 1
     assert r.qp.counts["tx_probe"] == 1
-    # one probe at a time: an unanswered one is repeated probe_after later (times the ACK
-    # timeout's backoff, 1 before the first expiry)
-    assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
+    # one probe at a time: an unanswered one is repeated 4 srtt later (at most probe_after),
+    # times the ACK timeout's backoff (1 before the first expiry)
+    assert r.rec.next_timer() == pytest.approx(120e-6 + 4 * 16e-6)
     r.rec.on_sent(10, 0, SIZE, 125e-6, False)  # sent after the probe
     # the answer (pr=1, bitmap from PSN 5): only PSN 7 arrived
     r.rec.on_sack(bits(7, una=5), 4, 0, False, False, 140e-6)
     r.rec.detect_losses(140e-6, 5)
-    # missing and sent at least srtt before the probe (120 - 16 = 104 us): lost
+    # missing and sent at least srtt before the probe (120 - 16 = 104 us): lost; a loss a
+    # probe found makes its EV assumed bad at once (a timeout without trim), as far as
+    # ev_min_active (1) lets it: PSN 5 took EV index 1, 6 index 2, 8 index 0
     assert r.rec.lost == bits(5, 6, 8, 9, una=5)
     assert r.qp.counts["loss_probe"] == 4
+    assert [(i, n, why) for i, _o, n, why in r.ev_log] == [
+        (1, EvState.ASSUMED_BAD, "repeated_loss"), (2, EvState.ASSUMED_BAD, "repeated_loss"),
+        (0, EvState.ASSUMED_BAD, "repeated_loss")]
     assert r.qp.logs[-1] == (140e-6, PACKETS_LOST, {"trigger": "probe", "count": 4, "una": 5})
     # PSN 5 is still the oldest unacknowledged: the next probe goes probe_after after this one
     assert r.rec.next_timer() == pytest.approx(120e-6 + 100e-6)
@@ -310,16 +332,42 @@ def test_a_probe_goes_out_when_the_oldest_psn_is_stuck_even_while_sacks_flow() -
     assert r.qp.counts["tx_probe"] == 1 and r.rec.last_probe == pytest.approx(105e-6)
 
 
-def test_a_psn_lost_again_and_a_probe_after_an_expired_one_take_the_ev_that_delivered_last() -> None:
+def test_a_probe_takes_the_ev_that_delivered_last_and_after_it_went_unanswered_another() -> None:
     r = rig(n_evs=4, probe_after=100e-6)
     for psn in range(3):
         r.rec.on_sent(psn, psn, SIZE, psn * 1e-6, False)
     r.rec.on_sack(bits(1, 2), 2, 0, False, False, 10e-6)  # EV index 2 delivered last
     assert r.rec.fresh_ev == 2
     assert r.rec.proven_ev(avoid=2) == -1 and r.rec.proven_ev(avoid=0) == 2
-    r.rec.on_timer(100e-6)  # no progress: probe 1 on the rotation
-    r.rec.on_timer(200e-6)  # unanswered: probe 2 on the proven EV
-    assert r.qp.counts["probe_expired"] == 1 and r.qp.ctrl[-1].ev == 0x102
+    r.rec.on_timer(100e-6)  # no progress: probe 1 on the proven EV
+    assert r.qp.ctrl[-1].ev == 0x102
+    r.rec.on_timer(200e-6)  # unanswered: probe 2 on the rotation, not on EV index 2 again
+    assert r.qp.counts["probe_expired"] == 1 and r.qp.ctrl[-1].ev != 0x102
+
+
+def test_a_late_answer_is_read_against_its_own_probe() -> None:
+    """An answer reflects its probe's timestamp: one to an earlier probe than the last says
+    nothing of the PSNs sent after that probe, and once a newer answer was read it is
+    ignored."""
+    r = rig(probe_after=100e-6)
+    r.rec.on_sent(0, 0, SIZE, 0.0, False)
+    r.rec.on_sack(0, 0, 0, False, False, 10e-6)  # feedback without progress: srtt unknown
+    r.rec.on_timer(100e-6)  # probe 1
+    r.rec.on_sent(1, 1, SIZE, 150e-6, False)
+    r.rec.on_timer(200e-6)  # probe 1 unanswered for probe_after: probe 2
+    assert r.qp.counts["tx_probe"] == 2
+    r.rec.on_sent(2, 2, SIZE, 250e-6, False)
+    # the answer to probe 1 arrives now: only PSN 0 was sent before it
+    r.rec.on_sack(0, 0, 0, False, False, 400e-6)
+    r.rec.detect_losses(400e-6, 0, ts16(100e-6))
+    assert r.rec.lost == bits(0)
+    # probe 2's answer: PSN 1 went before it, PSN 2 after
+    r.rec.detect_losses(401e-6, 0, ts16(200e-6))
+    assert r.rec.lost == bits(0, 1)
+    # a duplicate of probe 1's answer, and an answer to no probe sent, change nothing
+    r.rec.detect_losses(402e-6, 0, ts16(100e-6))
+    r.rec.detect_losses(402e-6, 0, ts16(300e-6))
+    assert r.rec.lost == bits(0, 1) and r.qp.counts["loss_probe"] == 2
 
 
 def test_per_packet_timer() -> None:
