@@ -29,7 +29,7 @@ from hosts.transport.ops import (
     require_fields,
 )
 from hosts.transport.psn import PSN_MASK, TS_PER_SECOND, unwrap_psn
-from hosts.transport.recovery import Recovery, RecoveryQp
+from hosts.transport.recovery import FLAG_TRIMMED, Recovery, RecoveryQp
 from hosts.transport.spray import PathSignal
 from hosts.transport.types import (
     Completion,
@@ -277,7 +277,10 @@ class Requester:
             return self.ev.pick()
         rec = self.recovery
         avoid = rec.r_ev[slot]  # never the EV the lost copy used
-        if rec.r_cnt[slot]:  # lost again: the EV that delivered last, if there is one
+        # lost again, or the oldest PSN (the one the cumulative ACK waits for) vanished (not
+        # trimmed: its path may be dead, not just busy): the EV that delivered last, if any
+        if rec.r_cnt[slot] or (slot == rec.una & rec.mask
+                               and not rec.r_flags[slot] & FLAG_TRIMMED):
             idx = rec.proven_ev(avoid)
             if idx >= 0:
                 return idx

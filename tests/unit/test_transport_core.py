@@ -421,6 +421,39 @@ def test_tail_loss_recovered_by_reliability_probe_before_timeout() -> None:
     assert p.dst == p.src
 
 
+def test_a_vanished_oldest_psn_and_the_probe_take_the_ev_that_delivered_last() -> None:
+    """A 64 KiB Write (PSNs 0-15) lands; of a second one (PSNs 16, 17) the tail PSN 17
+    vanishes on its EV: the probe and PSN 17's retransmission (the PSN the cumulative ACK
+    waits for) go on the EV of the latest packet known delivered (PSN 16's), not on the
+    rotation's next EV, which may cross the same dead link."""
+    from hosts.transport import TxPacket
+
+    p = make_pair(72 * KIB, opts=QpOptions(timeout=12))
+    p.net.record = True
+
+    def drop_first_17(src: int, tx: object) -> str:
+        assert isinstance(tx, TxPacket)
+        if src == 0 and is_data(tx) and tx.pkt.bth.psn == 17 and not tx.pkt.bth.rtx:
+            return DROP
+        return PASS
+
+    p.net.verdict = drop_first_17
+    p.write(1, 0, 64 * KIB)
+    assert p.run_until_completions(1)
+    p.write(2, 64 * KIB, 8 * KIB)
+    assert p.run_until_completions(2)
+    assert p.dst == p.src
+    sent = [tx for (_t, s, tx) in p.net.sent if s == 0]
+    data = {(tx.pkt.bth.psn, tx.pkt.bth.rtx): tx.ev for tx in sent if is_data(tx)}
+    assert set(data) == {(psn, False) for psn in range(18)} | {(17, True)}
+    probes = [tx.ev for tx in sent if tx.pkt.bth.opcode == Opcode.PROBE]
+    assert probes == [data[16, False]] and data[17, True] == data[16, False]
+    # the answer came twice (two SACKs with pr = 1), read once
+    answers = [pkt for (_t, d, pkt, _m) in p.net.delivered
+               if d == 0 and pkt.seth is not None and pkt.seth.pr]
+    assert len(answers) == 2 and p.a.qp_stats(p.qa)["probe_answered"] == 1
+
+
 def test_per_packet_timer_recovers_tail_loss() -> None:
     p = make_pair(64 * KIB, opts=QpOptions(timeout=14), per_packet_timeout=200e-6, probe_after=1.0)
     dropped: list[int] = []

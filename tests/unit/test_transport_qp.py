@@ -72,5 +72,6 @@ def test_feedback_before_rts_is_dropped_and_data_is_placed() -> None:
     b.receive(_packet(Opcode.PROBE, q), META, 0.0)
     st = b.qp_stats(q)
     assert st["rx_dropped_state"] == 1 and st["rx_probe"] == 1
-    assert [tx.pkt.bth.opcode for tx in b.packets_to_send(0.0)] == [Opcode.SACK]
+    # the probe's answer, twice (on two control EVs)
+    assert [tx.pkt.bth.opcode for tx in b.packets_to_send(0.0)] == [Opcode.SACK, Opcode.SACK]
     assert not [e for e in iter(b.next_event, None) if isinstance(e, Completion)]
