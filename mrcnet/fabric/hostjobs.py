@@ -53,8 +53,10 @@ from typing import Any
 
 from hosts import bulk
 from hosts.api import Context, QpAttr, QpType, RetryAttr
+from hosts.bulk.gate import pass_gate
 
 POLL_S = 0.02
+GATE_TIMEOUT_S = 10.0  # wall seconds a writer waits for the rest of its round at the gate
 
 
 def qp_attr(job: dict[str, Any]) -> QpAttr:
@@ -239,11 +241,16 @@ def _transfer(ctx: Context, job: dict[str, Any], ep: bulk.Endpoint, plan: Transf
                 "sha256": bulk.digest(ep.buf) if got.ok else "", "errors": got.errors,
                 "timing": {"start": timing_start, "end": agent.timing()},
                 **_qp_report(ctx, ep.qp.qpn)}
+    gate = None
+    if job.get("start_group"):  # the round's writers start at one instant
+        gate = pass_gate(Path(str(job["oob_dir"])), str(job["start_group"]), str(job["name"]),
+                         int(job["start_count"]), GATE_TIMEOUT_S)
     out = bulk.write_buffer(ep.qp, ep.cq, ep.mr, info, size, chunk=plan.chunk,
                             depth=plan.depth, imm=plan.imm, clock=agent.clock,
                             timeout=timeout)
     unix = agent.run_clock.unix
     return {"bytes": size if out.ok else 0, "seconds": out.seconds, "errors": out.errors,
+            **({"start_gate": gate.to_json()} if gate is not None else {}),
             "completed_wrs": len(out.completions),
             "progress": [(round(unix(t), 6), acked) for t, acked in out.progress],
             "timing": {"start": timing_start, "end": agent.timing()},

@@ -218,7 +218,8 @@ def workload_flows(pairs: list[tuple[str, str]], size: int, seed: int, count: in
 
 
 class WorkloadRunner:
-    """Submits jobs to the hosts' job directories and collects their results.
+    """Submits jobs to the hosts' job directories and collects their results. A round's
+    writers start at one instant (the start gate, hosts/bulk/gate.py), as in the simulator.
 
     ``clock``: the run's (default TDF 1); ``topo`` (optional) gives each workload its
     configured capacity; ``monitor`` (optional) its fidelity figures; ``cc_profile`` the
@@ -267,12 +268,13 @@ class WorkloadRunner:
                       "timeout": timeout, "ev_profile": self.ev_profile, "cc_profile": cc,
                       **({"ack_timeout": self.ack_timeout} if self.ack_timeout else {}),
                       **(extra or {})}
+            gate = {"start_group": f"w{self.count}-start", "start_count": len(pairs)}
             for role, host, me, peer in (("sink", dst, "s", "w"), ("writer", src, "w", "s")):
                 d = self.jobs_dir(host)
                 d.mkdir(parents=True, exist_ok=True)
                 write_json(d / f"{fid}-{role}.job.json", {
                     **common, "id": fid, "role": role, "name": f"{fid}-{me}",
-                    "peer": f"{fid}-{peer}"})
+                    "peer": f"{fid}-{peer}", **(gate if role == "writer" else {})})
             wl.flows.append(flow)
         return wl
 
