@@ -79,18 +79,33 @@ class Fit:
 def fit(samples: Sequence[Sample], block_bytes: float) -> Fit:
     """Least squares of T = alpha + delta h + delta_ack a + (8 B / c) k over the
     point-to-point samples; without delta_ack when a is the same affine function of h in
-    every sample (one ring: the return cannot be told from alpha and delta)."""
+    every sample (one ring: the return cannot be told from alpha and delta). The delays are
+    fitted non-negative: one that comes out below zero is fixed at 0 and the rest fitted
+    again (a one-hop transfer forwards through no GPU, so alpha + delta h overstates it by
+    about one store-and-forward, and the unconstrained alpha is about minus that; clamping it
+    afterwards would keep a delta and c fitted for the negative alpha)."""
     if len({s.hops for s in samples}) < 2 or len({s.blocks for s in samples}) < 2:
         raise MicroCalibrationError("the fit needs at least two hop counts and two sizes")
     rows = [[1.0, s.hops, s.blocks * block_bytes, s.ack_hops] for s in samples]
-    x = np.array(rows)
-    separable = np.linalg.matrix_rank(x) == 4
-    if not separable:
-        x = x[:, :3]
+    x_all = np.array(rows)
+    separable = np.linalg.matrix_rank(x_all) == 4
+    names = ["alpha", "delta", "per_byte"] + (["delta_ack"] if separable else [])
     y = np.array([s.seconds for s in samples])
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-    alpha, delta, per_byte = (float(v) for v in coef[:3])
-    ack_delta = float(coef[3]) if separable else 0.0
+    notes = []
+    if not separable:
+        notes.append("one ring only: the acknowledgements' return is part of alpha and delta")
+    free = list(range(len(names)))
+    while True:
+        x = x_all[:, free]
+        coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+        values = dict(zip((names[i] for i in free), (float(v) for v in coef), strict=True))
+        negative = [n for n in ("alpha", "delta", "delta_ack") if values.get(n, 0.0) < 0]
+        if not negative:
+            break
+        worst = min(negative, key=values.__getitem__)
+        notes.append(f"{worst} fitted {values[worst]:.3g} s < 0: fixed at 0, the rest refitted")
+        free.remove(names.index(worst))
+    per_byte = values["per_byte"]
     if per_byte <= 0:
         raise MicroCalibrationError(f"larger transfers did not take longer (slope "
                                     f"{per_byte:.3g} s/byte); use a larger --size")
@@ -98,17 +113,13 @@ def fit(samples: Sequence[Sample], block_bytes: float) -> Fit:
     dof = max(1, len(samples) - x.shape[1])
     sigma2 = float(residuals @ residuals) / dof
     cov = sigma2 * np.linalg.inv(x.T @ x)
-    se = [math.sqrt(max(0.0, float(v))) for v in np.diag(cov)]
+    se = {names[i]: math.sqrt(max(0.0, float(v))) for i, v in zip(free, np.diag(cov),
+                                                                     strict=True)}
     bandwidth = 8.0 / per_byte
-    notes = []
-    if not separable:
-        notes.append("one ring only: the acknowledgements' return is part of alpha and delta")
-    for name, value in (("delta", delta), ("alpha", alpha), ("delta_ack", ack_delta)):
-        if value < 0:
-            notes.append(f"{name} fitted {value:.3g} s (noise), clamped to 0")
-    return Fit(bandwidth, max(0.0, alpha), max(0.0, delta), bandwidth * se[2] / per_byte,
-               se[0], se[1], math.sqrt(float(residuals @ residuals) / len(samples)),
-               tuple(notes), max(0.0, ack_delta), se[3] if separable else 0.0)
+    return Fit(bandwidth, values.get("alpha", 0.0), values.get("delta", 0.0),
+               bandwidth * se["per_byte"] / per_byte, se.get("alpha", 0.0),
+               se.get("delta", 0.0), math.sqrt(float(residuals @ residuals) / len(samples)),
+               tuple(notes), values.get("delta_ack", 0.0), se.get("delta_ack", 0.0))
 
 
 def _only(n: int, src: int, dst: int, blocks: int) -> Step:

@@ -90,6 +90,22 @@ def test_the_fit_tells_the_acknowledgements_return_from_alpha_with_two_rings() -
     assert (f1.alpha_s, f1.delta_s) == pytest.approx((ALPHA + n * ACK, DELTA - ACK), rel=1e-6)
 
 
+def test_a_delay_fitted_below_zero_is_fixed_at_zero_and_the_rest_refitted() -> None:
+    """A one-hop transfer forwards through no GPU: T = delta (h - 1) + 8 k B / c, so the
+    unconstrained alpha is -delta. Fixed at 0, delta and c are fitted again: every sample
+    is then predicted closer than with alpha clamped after the fit (off by delta each)."""
+    true_delta = 2e-3
+    samples = [microcal.Sample(k, h, true_delta * (h - 1) + 8 * k * BLOCK / RATE)
+               for h in (1, 2, 3) for k in (1, 2, 4, 8)]
+    f = microcal.fit(samples, BLOCK)
+    assert f.alpha_s == 0 and any(n.startswith("alpha fitted") for n in f.notes)
+    assert 0 < f.delta_s < true_delta
+    assert f.residual_s < 0.5 * true_delta
+    worst = max(abs(f.delta_s * s.hops + 8 * s.blocks * BLOCK / f.bandwidth_bps - s.seconds)
+                for s in samples)
+    assert worst < true_delta
+
+
 def test_the_fit_refuses_what_cannot_give_the_parameters() -> None:
     with pytest.raises(microcal.MicroCalibrationError, match="two hop counts"):
         microcal.fit([microcal.Sample(k, 1, 0.1 * k) for k in (1, 2, 4)], BLOCK)
