@@ -59,9 +59,10 @@ FLAG_INFLIGHT = 1  # the PSN's bytes are counted in bytes_in_flight
 FLAG_TRIMMED = 2  # a TRIMMED NACK was seen for this PSN (a later timeout is not the EV's fault)
 
 # Inferred losses in a row on one EV with none of its packets delivered make it ASSUMED_BAD:
-# three found by the reordering threshold, or two that waited at least a round trip (found by
-# time, a probe or the per-packet timer: the packet vanished while later ones arrived), each
-# of those weighing one and a half.
+# three found by the reordering threshold, two that waited at least a round trip (found by
+# time or the per-packet timer: the packet vanished while later ones arrived), each of those
+# weighing one and a half, or one that a reliability probe's answer shows (the oldest PSN
+# was stuck for probe_after: the spec's "timeout without trim").
 K_REPEATED_LOSS = 6
 K_LOSS_WEIGHT_FAST = 2
 K_LOSS_WEIGHT_SLOW = 3
