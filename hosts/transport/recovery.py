@@ -416,11 +416,10 @@ class Recovery:
             self.r_flags[slot] = f & ~FLAG_INFLIGHT
         return True
 
-    def detect_losses(self, now: float, probe_base: int | None,
-                      probe_ts: int | None = None) -> None:
+    def detect_losses(self, now: float, probe_base: int | None, probe_ts: int = 0) -> None:
         """After a SACK: what a probe's answer (bitmap from ``probe_base``, reflecting the
-        probe's stamp ``probe_ts``; None: the latest probe) shows; then fast loss per plane
-        (walking each plane's transmit order from the oldest) and by time."""
+        probe's stamp ``probe_ts``) shows; then fast loss per plane (walking each plane's
+        transmit order from the oldest) and by time."""
         if probe_base is not None:
             sent = self._probe_sent_at(probe_ts)
             if sent is not None:
@@ -498,12 +497,10 @@ class Recovery:
         if lost:
             self.cc.on_packets_lost(now=now, lost_bytes=lost, bytes_in_flight=self.inflight)
 
-    def _probe_sent_at(self, stamp: int | None) -> float | None:
-        """Send time of the probe an answer reflecting ``stamp`` answers (None: the latest),
-        once: an answer to an older probe than the last one read is ignored."""
+    def _probe_sent_at(self, stamp: int) -> float | None:
+        """Send time of the probe an answer reflecting ``stamp`` answers, once: an answer
+        to an older probe than the last one read is ignored."""
         probes = self.probes_sent
-        if stamp is None:
-            stamp = probes[-1][0] if probes else -1
         for ts, sent in reversed(probes):
             if ts == stamp:
                 while probes and probes[0][1] <= sent:  # older answers tell less

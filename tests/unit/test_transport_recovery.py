@@ -295,7 +295,7 @@ def test_reliability_probe_after_quiet_time_and_what_its_answer_shows() -> None:
     r.rec.on_sent(10, 0, SIZE, 125e-6, False)  # sent after the probe
     # the answer (pr=1, bitmap from PSN 5): only PSN 7 arrived
     r.rec.on_sack(bits(7, una=5), 4, 0, False, False, 140e-6)
-    r.rec.detect_losses(140e-6, 5)
+    r.rec.detect_losses(140e-6, 5, ts16(120e-6))
     # missing and sent at least srtt before the probe (120 - 16 = 104 us): lost; a loss a
     # probe found makes its EV assumed bad at once (a timeout without trim), as far as
     # ev_min_active (1) lets it: PSN 5 took EV index 1, 6 index 2, 8 index 0
